@@ -1,0 +1,74 @@
+"""The scheduler process: starts recurring tournaments when due and re-hands lost matches.
+
+Two schedulers may run (two machines, a restart overlapping): a due run is claimed in the
+database by moving the schedule's next due time with a compare-and-set, so exactly one of them
+starts it. Missed due times (the scheduler was down) start one run, not a pile of them.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from .config import Settings
+from .cron import next_due
+from .queue import JobQueue
+from .store import Store
+from .tournaments import hand_out, launch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TickReport:
+    """What one tick did, for logs and tests."""
+
+    started: list[int] = field(default_factory=list)
+    rehanded: list[int] = field(default_factory=list)
+
+
+class Scheduler:
+    """One tick at a time; `run` ticks until told to stop."""
+
+    def __init__(self, store: Store, queue: JobQueue, settings: Settings) -> None:
+        self.store = store
+        self.queue = queue
+        self.settings = settings
+
+    def tick(self, now: float) -> TickReport:
+        """Start due runs, then hand out matches whose job was lost."""
+        report = TickReport()
+        for due in self.store.due_schedules(now):
+            following = next_due(due["schedule"], now)
+            if not self.store.claim_schedule(due["id"], due["next_run_at"], following):
+                continue  # another scheduler took it
+            stamp = datetime.fromtimestamp(due["next_run_at"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            run = launch(self.store, self.queue, f"{due['name']} @ {stamp}", due["spec"], parent_id=due["id"])
+            log.info("started run %d of tournament %d (%d matches)", run.id, due["id"], run.matches_total)
+            report.started.append(run.id)
+        report.rehanded = self.sweep(now)
+        return report
+
+    def sweep(self, now: float) -> list[int]:
+        """Re-enqueue matches that sat too long without a live job."""
+        lost = [
+            m["id"]
+            for m in self.store.stale_matches(now, self.settings.match_timeout_s)
+            if m["status"] != "queued" or not self.queue.is_waiting(m["job_id"])
+        ]
+        if lost and hand_out(self.store, self.queue, lost):
+            log.warning("re-enqueued %d matches whose job was lost", len(lost))
+            return lost
+        return []
+
+    def run(self, stop: threading.Event, clock: Callable[[], float] = time.time) -> None:
+        """Tick every `scheduler_interval_s` until `stop` is set; a failing tick is logged."""
+        while not stop.is_set():
+            try:
+                self.tick(clock())
+            except Exception:  # keep scheduling through a Redis or database hiccup
+                log.exception("scheduler tick failed")
+            stop.wait(self.settings.scheduler_interval_s)
