@@ -1,0 +1,124 @@
+"""The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
+run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from .config import Settings, SettingsError
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env()
+    if getattr(args, "data_dir", None):
+        settings = settings.with_(data_dir=Path(args.data_dir))
+    return settings
+
+
+def _need_redis(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise SystemExit("joust: REDIS_URL is not set (only `joust up` starts a Redis of its own)")
+    return settings.redis_url
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from .processes import run_up
+
+    if args.workers < 1:
+        raise SystemExit("joust up: --workers must be at least 1")
+    return run_up(_settings(args), host=args.host, port=args.port, workers=args.workers)
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .app import create_app
+    from .processes import ensure_api_key
+
+    settings = _settings(args)
+    _need_redis(settings)
+    settings = ensure_api_key(settings)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from redis import Redis
+    from rq import Queue, SimpleWorker
+
+    settings = _settings(args)
+    redis = Redis.from_url(_need_redis(settings))
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # SimpleWorker runs jobs in this process, so the judges' HTTP clients live across jobs.
+    worker = SimpleWorker([Queue(settings.queue_name, connection=redis)], connection=redis, name=args.name)
+    worker.work(with_scheduler=True, logging_level=args.log_level.upper())
+    return 0
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    from redis import Redis
+
+    from .queue import JobQueue
+    from .scheduler import Scheduler
+    from .store import Store
+
+    settings = _settings(args)
+    redis = Redis.from_url(_need_redis(settings))
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(settings.resolved_database_url)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    Scheduler(store, JobQueue(redis, settings.queue_name, settings.match_timeout_s / 2), settings).run(stop)
+    store.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line, one sub-command per role."""
+    parser = argparse.ArgumentParser(prog="joust", description=__doc__)
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="run Redis, the API and page, N workers and the scheduler")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8000)
+    up.add_argument("--workers", type=int, default=2)
+    up.add_argument("--data-dir", default=None, help="database and Redis files (default ./joust-data)")
+    up.set_defaults(func=cmd_up)
+
+    api = sub.add_parser("api", help="run the HTTP API and page")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    api.add_argument("--data-dir", default=None)
+    api.set_defaults(func=cmd_api)
+
+    worker = sub.add_parser("worker", help="run one RQ worker that judges matches")
+    worker.add_argument("--name", default=None)
+    worker.add_argument("--data-dir", default=None)
+    worker.set_defaults(func=cmd_worker)
+
+    sched = sub.add_parser("scheduler", help="run recurring tournaments and re-hand lost matches")
+    sched.add_argument("--data-dir", default=None)
+    sched.set_defaults(func=cmd_scheduler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `joust` command."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except SettingsError as exc:
+        print(f"joust: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The judging job end to end below the API: real RQ worker, real Redis, real SQLite file, the
+real anthropic SDK talking to the fake Messages API on loopback."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from redis import Redis
+from rq import Queue, SimpleWorker
+
+from service.config import Settings
+from service.queue import JobQueue
+from service.store import NewSubmission, Store
+from service.tournaments import launch
+from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed, prefer
+from workers.jobs import judge_match
+
+MODELS = ["good", "mid", "bad"]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(prefer(MODELS)) as server:
+        yield server
+
+
+@pytest.fixture
+def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Point this process's worker runtime at the test's Redis, database and fake judge."""
+    values = {
+        "JOUST_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
+        "REDIS_URL": redis_url,
+        "ANTHROPIC_BASE_URL": fake.url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "JOUST_RETRY_BACKOFF": "0.05",
+        "JOUST_JOB_RETRIES": "2",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return Settings.from_env()
+
+
+@pytest.fixture
+def db(env: Settings) -> Iterator[Store]:
+    st = Store(env.resolved_database_url)
+    yield st
+    st.close()
+
+
+def submit(store: Store, questions: int = 2) -> None:
+    store.add_submissions(
+        [
+            NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
+                          output=f"[{m}] answer to {q}")
+            for q in range(questions)
+            for m in MODELS
+        ]
+    )
+
+
+def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge", **spec: object) -> int:
+    queue = JobQueue(Redis.from_url(settings.redis_url), settings.queue_name, 60)
+    full = {"mode": "round_robin", "judge": judge, "order": "both", "criteria": "overall", **spec}
+    return launch(store, queue, "t", full).id
+
+
+def work(settings: Settings, store: Store, tid: int, rounds: int = 60) -> dict:
+    """Run a burst worker until the tournament has no active match (bounded)."""
+    redis = Redis.from_url(settings.redis_url)
+    queue = Queue(settings.queue_name, connection=redis)
+    for _ in range(rounds):
+        SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
+        view = store.get_tournament(tid)
+        if view["matches_pending"] == 0:
+            return view
+        time.sleep(0.1)
+    raise AssertionError(f"tournament {tid} did not finish: {store.get_tournament(tid)}")
+
+
+def test_both_orders_are_judged_and_the_planted_order_wins(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db)
+    tid = start(db, env)
+    view = work(env, db, tid)
+    assert (view["status"], view["matches_done"], view["matches_total"]) == ("done", 6, 6)
+    assert fake.replies == 12
+    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    for j in db.tournament_judgements(tid):
+        assert j["consistent"] is True
+        assert {c["first"] for c in j["calls"]} == {j["a"], j["b"]}  # each order shown once
+        better = j["a"] if MODELS.index(models[j["a"]]) < MODELS.index(models[j["b"]]) else j["b"]
+        assert j["outcome"] == ("A" if better == j["a"] else "B")
+        assert all(c["input_tokens"] > 0 for c in j["calls"])
+
+
+def test_a_judge_that_always_answers_a_gives_only_inconsistent_ties(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    fake.decide = always("A")
+    submit(db, questions=1)
+    tid = start(db, env)
+    work(env, db, tid)
+    judgements = db.tournament_judgements(tid)
+    assert len(judgements) == 3
+    assert all(j["outcome"] == "TIE" and j["consistent"] is False for j in judgements)
+
+
+def test_single_order_makes_one_call(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    work(env, db, start(db, env, order="single"))
+    assert fake.replies == 3
+
+
+def test_a_rerun_judges_nothing_new(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db)
+    work(env, db, start(db, env))
+    paid = fake.requests
+    second = start(db, env)
+    view = work(env, db, second)
+    assert fake.requests == paid
+    assert view["matches_done"] == 6
+    assert len(db.side_rows()) == 6  # counted once although two tournaments hold each pair
+    # a different judge is a different key: it is judged again
+    work(env, db, start(db, env, judge="anthropic/another-judge"))
+    assert fake.requests == paid * 2
+
+
+def test_an_unparseable_reply_fails_the_match_and_is_never_a_tie(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    fake.decide = malformed("I like both of them.")
+    submit(db, questions=1)
+    tid = start(db, env)
+    view = work(env, db, tid)
+    assert (view["status"], view["matches_failed"], view["matches_done"]) == ("failed", 3, 0)
+    assert db.tournament_judgements(tid) == []
+    assert db.side_rows() == []
+
+
+def test_rate_limits_are_retried_after_retry_after(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    fake.fail(Failure(429, retry_after=0.2), Failure(529))
+    tid = start(db, env)
+    view = work(env, db, tid)
+    assert (view["matches_done"], view["matches_failed"]) == (3, 0)
+    assert fake.requests == 6 + 2
+
+
+def test_a_provider_that_keeps_failing_fails_the_match_with_its_reason(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    fake.fail(*[500] * 100)
+    tid = start(db, env, models=["good", "mid"])
+    view = work(env, db, tid)
+    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    from sqlalchemy import text
+
+    with db.engine.connect() as conn:
+        error, attempts = conn.execute(text("select last_error, attempts from matches")).one()
+    assert "gave up after 3 attempts" in error and "TransientJudgeError" in error
+    assert attempts == 3
+
+
+def test_a_job_that_runs_twice_stores_one_judgement(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    tid = start(db, env, models=["good", "mid"])
+    (match_id,) = [m for m in range(1, 10) if _exists(db, m)]
+    assert judge_match(match_id) == "judged"
+    assert judge_match(match_id) == "skipped"  # a twin job from a re-hand-out
+    work(env, db, tid)  # the queued job finds the match done
+    assert fake.replies == 2
+    assert len(db.tournament_judgements(tid)) == 1
+
+
+def _exists(store: Store, match_id: int) -> bool:
+    try:
+        store.match_context(match_id)
+        return True
+    except Exception:
+        return False

@@ -1,0 +1,57 @@
+"""The long-lived state of one worker process: settings, store, Redis, judges, one event loop.
+
+RQ calls jobs as plain functions, so the job asks for the process's runtime; it is built on the
+first job (from the environment the process was started with) and rebuilt after a fork.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Coroutine, TypeVar
+
+from redis import Redis
+
+from service.config import Settings
+from service.store import Store
+
+from .registry import JudgePool
+
+T = TypeVar("T")
+
+
+class Runtime:
+    """What a worker process keeps between jobs."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = Store(settings.resolved_database_url)
+        self.redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+        self.judges = JudgePool(settings)
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the process's one loop, so async clients stay bound to it."""
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        """Release the store, Redis and the loop."""
+        self.store.close()
+        if self.redis is not None:
+            self.redis.close()
+        self.loop.close()
+
+
+_runtime: Runtime | None = None
+
+
+def current() -> Runtime:
+    """The runtime of this process, built on first use and rebuilt when the settings change
+    (a test pointing the process elsewhere) or after a fork."""
+    global _runtime
+    settings = Settings.from_env()
+    if _runtime is None or _runtime.pid != os.getpid() or _runtime.settings != settings:
+        if _runtime is not None and _runtime.pid == os.getpid():
+            _runtime.close()
+        _runtime = Runtime(settings)
+    return _runtime
