@@ -1,0 +1,96 @@
+"""Round-robin standings: plain counts of what happened, no model behind them.
+
+They sit beside the fitted ratings because counts are what people check a rating against: who
+won how often, and against whom. Standings count judgements (rows); battle weights only affect
+the fitted ratings.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ratings import BattleLike, BattleTable, battle_table, pair_sums
+
+
+@dataclass(frozen=True)
+class Record:
+    """One player's results: a win is 1 point, a tie ½."""
+
+    player: str
+    wins: int
+    losses: int
+    ties: int
+
+    @property
+    def matches(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    @property
+    def points(self) -> float:
+        return self.wins + 0.5 * self.ties
+
+    @property
+    def win_rate(self) -> float:
+        """(wins + ½ ties) / matches; 0.0 for a player with no matches."""
+        return self.points / self.matches if self.matches else 0.0
+
+
+@dataclass(frozen=True)
+class Standings:
+    """Per-player records and the head-to-head matrices.
+
+    `players` (name order) indexes both matrices. `count_matrix[i, j]`: matches between i and j
+    (symmetric, int). `win_rate_matrix[i, j]`: (wins + ½ ties) of i against j over their
+    matches, NaN where they never met (the diagonal included), so row i reads "how i fared
+    against each opponent" and `win_rate_matrix[i, j] + win_rate_matrix[j, i] == 1`.
+    """
+
+    players: list[str]
+    records: dict[str, Record]
+    count_matrix: np.ndarray
+    win_rate_matrix: np.ndarray
+
+    def ranked(self) -> list[Record]:
+        """Records best first: win rate, then points, then name."""
+        return sorted(self.records.values(), key=lambda r: (-r.win_rate, -r.points, r.player))
+
+    def average_win_rate(self) -> dict[str, float]:
+        """Mean of a player's head-to-head win rates over the opponents it met.
+
+        Unlike `Record.win_rate` it weighs every opponent equally, so a player is not flattered
+        by having met a weak opponent many times.
+        """
+        result: dict[str, float] = {}
+        for i, player in enumerate(self.players):
+            row = self.win_rate_matrix[i]
+            met = ~np.isnan(row)
+            result[player] = float(row[met].mean()) if met.any() else 0.0
+        return result
+
+
+def standings(battles: Iterable[BattleLike] | BattleTable) -> Standings:
+    """Wins, losses, ties and the head-to-head matrices of a set of battles, by counting."""
+    table = battle_table(battles)
+    ones = np.ones_like(table.score)
+    won = (table.score == 1.0).astype(float)
+    lost = (table.score == 0.0).astype(float)
+    tied = (table.score == 0.5).astype(float)
+    wins = pair_sums(table, won, lost).round().astype(np.int64)
+    ties = pair_sums(table, tied, tied).round().astype(np.int64)
+    counts = pair_sums(table, ones, ones).round().astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(counts > 0, (wins + 0.5 * ties) / counts, np.nan)
+    records = {
+        player: Record(
+            player=player,
+            wins=int(wins[i].sum()),
+            losses=int(wins[:, i].sum()),
+            ties=int(ties[i].sum()),
+        )
+        for i, player in enumerate(table.players)
+    }
+    return Standings(
+        players=table.players, records=records, count_matrix=counts, win_rate_matrix=rates
+    )

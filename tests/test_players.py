@@ -1,0 +1,59 @@
+"""Players: grouping sides into models, scenarios or systems."""
+from __future__ import annotations
+
+import pytest
+
+from leaderboard.players import SideRow, battles_at_level, player_of
+from leaderboard.types import Battle, Level, Winner
+
+
+def test_player_of_each_level() -> None:
+    assert player_of("claude", "concise", Level.MODEL) == "claude"
+    assert player_of("claude", "concise", Level.SCENARIO) == "concise"
+    assert player_of("claude", "concise", Level.SYSTEM) == "claude + concise"
+    assert player_of("claude", "concise", "model+scenario") == "claude + concise"
+
+
+def test_player_of_rejects_unknown_level() -> None:
+    with pytest.raises(ValueError):
+        player_of("claude", "concise", "judge")  # type: ignore[arg-type]
+
+
+ROWS = [
+    SideRow("m1", "s1", "m2", "s1", Winner.A, "q1"),  # models differ, scenarios equal
+    SideRow("m1", "s1", "m1", "s2", Winner.B, "q2"),  # scenarios differ, models equal
+    SideRow("m1", "s1", "m2", "s2", Winner.TIE, "q3"),  # both differ
+]
+
+
+def test_battles_at_model_level_skip_same_model() -> None:
+    assert battles_at_level(ROWS, Level.MODEL) == [
+        Battle("m1", "m2", Winner.A, "q1"),
+        Battle("m1", "m2", Winner.TIE, "q3"),
+    ]
+
+
+def test_battles_at_scenario_level_skip_same_scenario() -> None:
+    assert battles_at_level(ROWS, Level.SCENARIO) == [
+        Battle("s1", "s2", Winner.B, "q2"),
+        Battle("s1", "s2", Winner.TIE, "q3"),
+    ]
+
+
+def test_battles_at_system_level_keep_every_distinct_system() -> None:
+    assert battles_at_level(ROWS, "model+scenario") == [
+        Battle("m1 + s1", "m2 + s1", Winner.A, "q1"),
+        Battle("m1 + s1", "m1 + s2", Winner.B, "q2"),
+        Battle("m1 + s1", "m2 + s2", Winner.TIE, "q3"),
+    ]
+
+
+def test_battles_at_level_skips_identical_sides_everywhere() -> None:
+    same = [SideRow("m", "s", "m", "s", Winner.A, "q")]
+    assert all(battles_at_level(same, level) == [] for level in Level)
+
+
+def test_battles_at_level_coerces_string_winners() -> None:
+    rows = [SideRow("m1", "s", "m2", "s", "B", "q")]  # type: ignore[arg-type]
+    (battle,) = battles_at_level(rows, Level.MODEL)
+    assert battle.winner is Winner.B

@@ -1,0 +1,95 @@
+"""Round-robin standings: counts, points, win rates and head-to-head matrices."""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from leaderboard.standings import Record, standings
+from leaderboard.types import Battle, Winner
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+LLMFAO = DATA / "llmfao" / "crowd-comparisons.csv"
+GOLDEN = DATA / "llmfao" / "evalica_golden" / "llmfao-golden.csv"
+POSITION = {"left": "A", "right": "B", "tie": "TIE"}
+
+# a beats b twice, a ties c, b beats c, c beats a.
+SMALL = [("a", "b", "A"), ("a", "b", "A"), ("a", "c", "TIE"), ("b", "c", "A"), ("c", "a", "A")]
+NAN = math.nan
+
+
+def test_records_by_hand() -> None:
+    table = standings(SMALL)
+    assert table.players == ["a", "b", "c"]
+    assert table.records == {
+        "a": Record("a", wins=2, losses=1, ties=1),
+        "b": Record("b", wins=1, losses=2, ties=0),
+        "c": Record("c", wins=1, losses=1, ties=1),
+    }
+    a, b, c = (table.records[p] for p in "abc")
+    assert (a.matches, a.points, a.win_rate) == (4, 2.5, 0.625)
+    assert (b.matches, b.points, b.win_rate) == (3, 1.0, pytest.approx(1 / 3))
+    assert (c.matches, c.points, c.win_rate) == (3, 1.5, 0.5)
+    assert [r.player for r in table.ranked()] == ["a", "c", "b"]
+
+
+def test_matrices_by_hand() -> None:
+    table = standings(SMALL)
+    np.testing.assert_array_equal(table.count_matrix, [[0, 2, 2], [2, 0, 1], [2, 1, 0]])
+    np.testing.assert_allclose(
+        table.win_rate_matrix,
+        [[NAN, 1.0, 0.25], [0.0, NAN, 1.0], [0.75, 0.0, NAN]],  # a vs c: a tie and a loss
+    )
+    assert table.average_win_rate() == pytest.approx({"a": 0.625, "b": 0.5, "c": 0.375})
+
+
+def test_win_rates_are_complementary() -> None:
+    rng = np.random.default_rng(0)
+    names = list("pqrstu")
+    battles = [
+        (names[i], names[(i + d) % 6], str(rng.choice(["A", "B", "TIE"])))
+        for i, d in zip(rng.integers(0, 6, 300), rng.integers(1, 6, 300))
+    ]
+    table = standings(battles)
+    rates = table.win_rate_matrix
+    met = table.count_matrix > 0
+    np.testing.assert_allclose((rates + rates.T)[met], 1.0)
+    assert np.isnan(rates[~met]).all()
+    assert table.count_matrix.sum() == 2 * len(battles)
+    assert sum(r.points for r in table.records.values()) == len(battles)
+
+
+def test_standings_count_judgements_not_weights() -> None:
+    table = standings([Battle("a", "b", Winner.A, weight=5.0), Battle("a", "b", Winner.TIE, weight=0.5)])
+    assert table.records["a"] == Record("a", wins=1, losses=0, ties=1)
+
+
+def test_standings_of_nothing() -> None:
+    table = standings([])
+    assert table.players == [] and table.records == {}
+    assert table.count_matrix.shape == (0, 0) and table.win_rate_matrix.shape == (0, 0)
+    assert Record("idle", 0, 0, 0).win_rate == 0.0
+
+
+def _llmfao() -> tuple[list[tuple[str, str, str]], dict[str, dict[str, float]]]:
+    if not LLMFAO.exists() or not GOLDEN.exists():
+        pytest.skip(f"data dir is missing: {DATA} (see ../shared/data/README.md)")
+    with LLMFAO.open(newline="", encoding="utf-8") as handle:
+        battles = [(r["left"], r["right"], POSITION[r["winner"]]) for r in csv.DictReader(handle)]
+    golden: dict[str, dict[str, float]] = {}
+    with GOLDEN.open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            golden.setdefault(row["algorithm"], {})[row["item"]] = float(row["score"])
+    return battles, golden
+
+
+def test_points_and_average_win_rate_reproduce_evalica() -> None:
+    battles, golden = _llmfao()
+    table = standings(battles)
+    points = {p: r.points for p, r in table.records.items()}
+    assert points == pytest.approx(golden["counting"], abs=1e-9)  # evalica "counting" = wins + ½ ties
+    assert table.average_win_rate() == pytest.approx(golden["average_win_rate"], abs=1e-9)
+    assert sum(r.matches for r in table.records.values()) == 2 * len(battles)
