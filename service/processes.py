@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import Settings
-from .redis_server import RedisServer, _die_with_parent, find_redis_server
+from .redis_server import RedisServer, die_with_parent, find_redis_server
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Supervisor:
 
     def _spawn(self, child: Child) -> None:
         child.proc = subprocess.Popen(
-            child.argv, env=child_env(self.settings), preexec_fn=_die_with_parent(), start_new_session=True
+            child.argv, env=child_env(self.settings), preexec_fn=die_with_parent(), start_new_session=True
         )
         child.started_at = time.monotonic()
         log.info("started %s (pid %d)", child.name, child.proc.pid)

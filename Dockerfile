@@ -1,0 +1,31 @@
+# joust: one image for every process (api, worker, scheduler); docker-compose.yml picks the command.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    JOUST_DATA_DIR=/data
+
+WORKDIR /app
+
+# Dependencies change less often than the code: install them in their own layer first.
+COPY pyproject.toml README.md ./
+RUN mkdir -p leaderboard workers service \
+    && touch leaderboard/__init__.py workers/__init__.py service/__init__.py \
+    && pip install ".[postgres]" \
+    && pip uninstall -y joust
+
+COPY leaderboard ./leaderboard
+COPY workers ./workers
+COPY service ./service
+RUN pip install --no-deps ".[postgres]" \
+    && useradd --system --create-home --uid 10001 joust \
+    && mkdir -p /data \
+    && chown joust:joust /data
+
+USER joust
+VOLUME ["/data"]
+EXPOSE 8000
+
+CMD ["joust", "api", "--host", "0.0.0.0", "--port", "8000"]
