@@ -1,0 +1,168 @@
+"""The API's request and response shapes.
+
+Requests are strict (no coercion: `3` is not a model name, `"3"` is not a number of opponents)
+and reject unknown fields, so a typo such as `"scenerio"` is an error instead of a silently
+defaulted value. Text that becomes a key (model, scenario, question_id) is limited to 255
+characters, the column width in PostgreSQL.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
+
+from service.cron import is_valid as is_valid_cron
+
+JUDGE_PROVIDERS = ("anthropic", "openai", "offline")
+KEY_MAX = 255
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or blank")
+    return value
+
+
+def check_judge_spec(spec: str) -> str:
+    """Accept "provider/model" with a known provider and a model without spaces; the model
+    may itself contain "/" (e.g. "openai/meta-llama/Llama-3"). The service checks only the
+    shape: it never imports the workers or an SDK."""
+    provider, slash, model = spec.partition("/")
+    if not slash or not provider or not model:
+        raise ValueError(f"{spec!r} must look like 'provider/model', e.g. 'anthropic/claude-sonnet-4-5'")
+    if provider not in JUDGE_PROVIDERS:
+        raise ValueError(f"{spec!r}: unknown provider {provider!r} (known: {', '.join(JUDGE_PROVIDERS)})")
+    if re.search(r"\s", model):
+        raise ValueError(f"{spec!r}: the model name must not contain spaces")
+    return spec
+
+
+def _check_cron(expression: str) -> str:
+    if not is_valid_cron(expression):
+        raise ValueError(f"{expression!r} is not a valid five-field cron expression (e.g. '0 3 * * *')")
+    return expression
+
+
+Text = Annotated[StrictStr, AfterValidator(_not_blank)]
+Key = Annotated[StrictStr, Field(max_length=KEY_MAX), AfterValidator(_not_blank)]
+Filter = Annotated[list[Key], Field(min_length=1)]
+JudgeSpec = Annotated[StrictStr, Field(max_length=KEY_MAX), AfterValidator(check_judge_spec)]
+Cron = Annotated[StrictStr, AfterValidator(_check_cron)]
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+
+class SubmissionIn(BaseModel):
+    """One generator model's output for one question, under one prompt scenario."""
+
+    model_config = _STRICT
+
+    question: Text
+    question_id: Key | None = None  # default: leaderboard.keys.default_question_id(question)
+    model: Key
+    scenario: Key = "default"
+    output: Text
+    metadata: dict[str, Any] | None = None
+
+
+class TournamentIn(BaseModel):
+    """A tournament to start now, and to re-run at each due time when `schedule` is set."""
+
+    model_config = _STRICT
+
+    name: Key = "tournament"
+    mode: Literal["round_robin", "sampled"] = "round_robin"
+    opponents: Annotated[StrictInt, Field(ge=1)] | None = None
+    seed: Annotated[StrictInt, Field(ge=0, lt=2**63)] | None = None
+    judge: JudgeSpec | None = None  # default: settings.judge
+    order: Literal["both", "single"] = "both"
+    criteria: Literal["overall"] = "overall"
+    models: Filter | None = None
+    scenarios: Filter | None = None
+    questions: Filter | None = None
+    schedule: Cron | None = None
+
+    @model_validator(mode="after")
+    def _sampled_needs_opponents(self) -> TournamentIn:
+        if self.mode == "sampled" and self.opponents is None:
+            raise ValueError("opponents: required when mode is 'sampled'")
+        if self.mode != "sampled":
+            extra = [name for name in ("opponents", "seed") if getattr(self, name) is not None]
+            if extra:
+                verb = "applies" if len(extra) == 1 else "apply"
+                raise ValueError(f"{' and '.join(extra)}: only {verb} to mode 'sampled'")
+        return self
+
+
+# ---- responses ------------------------------------------------------------------------------
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx answer: what is wrong, in words (validation errors add `details`)."""
+
+    error: str
+
+
+class SubmissionRef(BaseModel):
+    """Where a submission landed: `created` is False when the same content was already stored."""
+
+    id: int
+    created: bool
+
+
+class SubmissionsCreated(BaseModel):
+    """One entry per submission sent, in the order sent."""
+
+    submissions: list[SubmissionRef]
+
+
+class TournamentCreated(BaseModel):
+    """A started run; `queued` is False when Redis was down (the scheduler hands it out later)."""
+
+    id: int
+    status: str
+    matches_total: int
+    queued: bool
+
+
+class LeaderboardRow(BaseModel):
+    """One player; None stands for a number that could not be estimated."""
+
+    player: str
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+    elo: float | None
+    wins: int
+    losses: int
+    ties: int
+    matches: int
+
+
+class LeaderboardOut(BaseModel):
+    """Rows best first; `judgements` counts the judgements that counted at this level."""
+
+    by: str
+    tournament: int | None
+    judge: str | None
+    rows: list[LeaderboardRow]
+    judgements: int
+
+
+class HealthOut(BaseModel):
+    """The API is up; `database` and `redis` say whether each answered."""
+
+    status: str
+    database: str
+    redis: str

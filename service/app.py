@@ -1,0 +1,202 @@
+"""The FastAPI application: `create_app(settings)` builds one; its lifespan owns the resources.
+
+No globals: the store, the Redis client and the job queue are opened when the app starts and
+closed when it stops, and live on `app.state`, so tests (and several apps in one process) each
+build their own.
+
+Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
+- 400 malformed JSON or an empty body; 401 no Bearer key (with `WWW-Authenticate: Bearer`);
+  403 wrong key; 404 unknown id or route (`store.NotFound`); 405 wrong method;
+  409 same key, different content (`store.Conflict`); 413 body over `max_body_bytes` or a batch
+  over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`.
+- 500 answers `{"error": "internal server error"}`; the traceback goes to the log.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis import Redis
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.api_models import check_judge_spec
+from service.config import Settings
+from service.queue import JobQueue
+from service.routes import health, leaderboard, page, submissions, tournaments
+from service.routes.common import ApiError, describe_errors
+from service.store import Conflict, NotFound, Store
+
+log = logging.getLogger(__name__)
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with 413 before the app sees any of them.
+
+    The declared Content-Length is checked first; the body is then read (chunked uploads have
+    no length) up to the limit and replayed to the app, so no route ever acts on part of a body.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared == -1:
+            await _reject(scope, send, 400, "the Content-Length header is not a number")
+            return
+        if declared is not None and declared > self.max_bytes:
+            await _reject(scope, send, 413, self._too_large(declared))
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _reject(scope, send, 413, self._too_large(None))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+    def _too_large(self, declared: int | None) -> str:
+        size = f" ({declared} bytes)" if declared is not None else ""
+        return f"the request body is too large{size}: the limit is {self.max_bytes} bytes"
+
+
+def _content_length(scope: Scope) -> int | None:
+    """The declared length; None when absent, -1 when unreadable."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                length = int(value)
+            except ValueError:
+                return -1
+            return length if length >= 0 else -1
+    return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands out the buffered body once, then defers to the server's."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _reject(scope: Scope, send: Send, status: int, message: str) -> None:
+    response = JSONResponse({"error": message}, status_code=status, headers={"Connection": "close"})
+    await response(scope, _never, send)
+
+
+async def _never() -> Message:  # JSONResponse never reads the request
+    return {"type": "http.disconnect"}
+
+
+# ---- exception handlers ---------------------------------------------------------------------
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status, headers=exc.headers)
+
+
+async def _conflict(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": f"conflict: {exc}; nothing was stored"}, status_code=409)
+
+
+async def _not_found(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": str(exc)}, status_code=404)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"no such endpoint: {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """Query and path parameters (bodies are validated by the routes, see routes.common)."""
+    assert isinstance(exc, RequestValidationError)
+    errors = []
+    for error in exc.errors():
+        loc = tuple(error.get("loc", ()))
+        where = {"query": "query parameter ", "path": "path parameter ", "header": "header "}.get(str(loc[0]) if loc else "", "")
+        errors.append({**error, "loc": (f"{where}{loc[1]}", *loc[2:]) if len(loc) > 1 else loc})
+    message, details = describe_errors(errors)
+    return JSONResponse({"error": message, "details": details}, status_code=422)
+
+
+async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": "internal server error"}, status_code=500)
+
+
+# ---- the app --------------------------------------------------------------------------------
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The API and page for `settings`; raises ValueError for settings it cannot serve with."""
+    if not settings.api_key:
+        raise ValueError("an API key is required to serve the API (JOUST_API_KEY; `joust up` makes one)")
+    if not settings.redis_url:
+        raise ValueError("a Redis URL is required to serve the API (REDIS_URL; `joust up` starts one)")
+    try:
+        check_judge_spec(settings.judge)
+    except ValueError as exc:
+        raise ValueError(f"default judge (JOUST_JUDGE): {exc}") from None
+    redis_url = settings.redis_url
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store(settings.resolved_database_url)
+        redis = Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=30)
+        app.state.store = store
+        app.state.redis = redis
+        app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
+        try:
+            yield
+        finally:
+            redis.close()
+            store.close()
+
+    app = FastAPI(
+        title="joust",
+        summary="Pairwise tournaments and Elo / Bradley-Terry leaderboards for LLM outputs.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(Conflict, _conflict)
+    app.add_exception_handler(NotFound, _not_found)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(Exception, _internal)
+    for module in (submissions, tournaments, leaderboard, health, page):
+        app.include_router(module.router)
+    return app

@@ -1,0 +1,89 @@
+"""Submissions: generator outputs sent one at a time or in batches, listed with filters.
+
+A batch is stored all or nothing (the store writes it in one transaction): a conflict on any
+item rejects the whole batch, so a client can fix it and send the same batch again.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import TypeAdapter
+
+from leaderboard.keys import default_question_id
+from service.api_models import ErrorOut, SubmissionIn, SubmissionRef, SubmissionsCreated
+from service.auth import require_api_key
+from service.config import Settings
+from service.store import NewSubmission, Store
+
+from .common import ApiError, get_settings, get_store, json_body, validate
+
+router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+
+_ONE = TypeAdapter(SubmissionIn)
+_MANY = TypeAdapter(list[SubmissionIn])
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 401, 403, 409, 413, 422)
+}
+
+
+def to_new(item: SubmissionIn) -> NewSubmission:
+    """A validated request item as the store's input, with the defaults filled in."""
+    return NewSubmission(
+        question_id=item.question_id if item.question_id is not None else default_question_id(item.question),
+        question=item.question,
+        model=item.model,
+        scenario=item.scenario,
+        output=item.output,
+        metadata=item.metadata or {},
+    )
+
+
+def parse_submissions(body: Any, max_batch: int) -> list[SubmissionIn]:
+    """One object or a non-empty array of at most `max_batch` objects."""
+    if isinstance(body, dict):
+        return [validate(_ONE, body)]
+    if isinstance(body, list):
+        if not body:
+            raise ApiError(422, "the array is empty: send at least one submission")
+        if len(body) > max_batch:
+            raise ApiError(
+                413, f"a batch holds at most {max_batch} submissions, this one has {len(body)}: split it"
+            )
+        return validate(_MANY, body, root="submissions")
+    raise ApiError(422, "the body must be a submission object or an array of submission objects")
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=SubmissionsCreated,
+    responses=_ERRORS,
+    dependencies=[Depends(require_api_key)],
+)
+def create_submissions(
+    body: Annotated[Any, Depends(json_body)],
+    store: Annotated[Store, Depends(get_store)],
+    settings: Annotated[Settings, Depends(get_settings)],
+) -> SubmissionsCreated:
+    """Store one submission or a batch; the same content again answers `created: false`."""
+    items = parse_submissions(body, settings.max_batch)
+    results = store.add_submissions([to_new(item) for item in items])
+    return SubmissionsCreated(submissions=[SubmissionRef(id=i, created=c) for i, c in results])
+
+
+@router.get("")
+def list_submissions(
+    store: Annotated[Store, Depends(get_store)],
+    model: str | None = None,
+    scenario: str | None = None,
+    question_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, list[dict]]:
+    """Submissions in id order, filtered by model, scenario and question id."""
+    return {
+        "submissions": store.list_submissions(
+            model=model, scenario=scenario, question_id=question_id, limit=limit, offset=offset
+        )
+    }

@@ -1,0 +1,106 @@
+"""Tournaments: start one (now, and again at each due time of its schedule), follow it, cancel it,
+and read its judgements.
+
+A sampled tournament without a seed gets one drawn here and stored in its spec, so every run,
+nightly re-runs included, can be planned again identically.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import TypeAdapter
+
+from service import tournaments
+from service.api_models import ErrorOut, TournamentCreated, TournamentIn
+from service.auth import require_api_key
+from service.config import Settings
+from service.cron import next_due
+from service.queue import JobQueue
+from service.store import Store
+
+from .common import get_queue, get_settings, get_store, json_body, validate
+
+router = APIRouter(prefix="/api/tournaments", tags=["tournaments"])
+
+_REQUEST = TypeAdapter(TournamentIn)
+_WRITE_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 413, 422)}
+_READ_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (404, 422)}
+
+
+def build_spec(request: TournamentIn, settings: Settings) -> dict:
+    """The stored spec: everything needed to plan and judge the tournament again."""
+    seed = request.seed
+    if request.mode == "sampled" and seed is None:
+        seed = secrets.randbelow(2**31)
+    return {
+        "mode": request.mode,
+        "judge": request.judge or settings.judge,
+        "order": request.order,
+        "criteria": request.criteria,
+        "models": request.models,
+        "scenarios": request.scenarios,
+        "questions": request.questions,
+        "opponents": request.opponents,
+        "seed": seed,
+    }
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=TournamentCreated,
+    responses=_WRITE_ERRORS,
+    dependencies=[Depends(require_api_key)],
+)
+def create_tournament(
+    body: Annotated[Any, Depends(json_body)],
+    response: Response,
+    store: Annotated[Store, Depends(get_store)],
+    queue: Annotated[JobQueue, Depends(get_queue)],
+    settings: Annotated[Settings, Depends(get_settings)],
+) -> TournamentCreated:
+    """Plan the pairs, store the matches and put one job per match on the queue."""
+    request = validate(_REQUEST, body)
+    spec = build_spec(request, settings)
+    next_run_at = next_due(request.schedule, time.time()) if request.schedule else None
+    run = tournaments.launch(store, queue, request.name, spec, schedule=request.schedule, next_run_at=next_run_at)
+    status = store.get_tournament(run.id)["status"]
+    response.headers["Location"] = f"/api/tournaments/{run.id}"
+    return TournamentCreated(id=run.id, status=status, matches_total=run.matches_total, queued=run.queued)
+
+
+@router.get("")
+def list_tournaments(
+    store: Annotated[Store, Depends(get_store)],
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, list[dict]]:
+    """Tournaments, newest first, with their match counts."""
+    return {"tournaments": store.list_tournaments(limit=limit, offset=offset)}
+
+
+@router.get("/{tournament_id}", responses=_READ_ERRORS)
+def get_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+    """Status and progress: matches_total, matches_done, matches_failed, and the runs a
+    schedule started."""
+    return store.get_tournament(tournament_id)
+
+
+@router.post(
+    "/{tournament_id}/cancel",
+    responses={**_READ_ERRORS, 401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+    dependencies=[Depends(require_api_key)],
+)
+def cancel_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+    """Cancel the matches not yet judged and stop the schedule; judgements made stay."""
+    return store.cancel_tournament(tournament_id)
+
+
+@router.get("/{tournament_id}/judgements", responses=_READ_ERRORS)
+def tournament_judgements(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+    """Per judged match: a, b, outcome ("A" = a won, "B", "TIE"), consistent, and the calls
+    (which submission was shown first, the positional winner, the reason)."""
+    return {"tournament": tournament_id, "judgements": store.tournament_judgements(tournament_id)}

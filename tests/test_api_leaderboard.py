@@ -1,0 +1,230 @@
+"""GET /api/leaderboard and the page, over judgements stored the way a worker stores them
+(through the real store, jobs taken from the real Redis queue), with planted preferences."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from redis import Redis
+from rq import Queue
+
+from leaderboard.keys import content_hash, judgement_key, orient
+from leaderboard.players import player_of
+from leaderboard.types import Submission, Winner
+from service.app import create_app
+from service.config import Settings
+from service.store import NewJudgement, Store
+
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+QUEUE = "joust-test"
+Prefer = Callable[[Submission, Submission], Winner]
+
+
+@pytest.fixture
+def client(tmp_path: Path, redis_url: str) -> Iterator[TestClient]:
+    settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY, queue_name=QUEUE)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def queue(redis_url: str) -> Iterator[Queue]:
+    redis = Redis.from_url(redis_url)
+    yield Queue(QUEUE, connection=redis)
+    redis.close()
+
+
+def submit(client: TestClient, questions: list[str], systems: list[tuple[str, str]]) -> None:
+    batch = [
+        {"question": f"text of {q}", "question_id": q, "model": m, "scenario": s, "output": f"{m}/{s} answers {q}"}
+        for q in questions
+        for m, s in systems
+    ]
+    assert client.post("/api/submissions", json=batch, headers=AUTH).status_code == 201
+
+
+def start(client: TestClient, **body: object) -> int:
+    response = client.post("/api/tournaments", json=body, headers=AUTH)
+    assert response.status_code == 202, response.text
+    return response.json()["id"]
+
+
+def work(client: TestClient, queue: Queue, prefer: Prefer, consistent: bool = True) -> int:
+    """Do what a worker does for every job on the queue: reuse a judgement stored under the
+    pair's key, or judge with `prefer` and store it. Returns how many judgements were new."""
+    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    new = 0
+    for job in queue.get_jobs():
+        ctx = store.match_context(job.args[0])
+        key = judgement_key(ctx.spec["judge"], "t1", ctx.spec["criteria"], ctx.a.question, ctx.a.output, ctx.b.output)
+        cached = store.find_judgement(key)
+        if cached is not None:
+            winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
+            assert store.resolve_match(ctx.match_id, cached["id"], winner, cached["consistent"])
+            continue
+        assert store.start_match(ctx.match_id)
+        winner = prefer(ctx.a, ctx.b)
+        judgement_id, created = store.save_judgement(
+            NewJudgement(
+                key=key, judge=ctx.spec["judge"], criteria="overall", template_version="t1", a_id=ctx.a.id,
+                b_id=ctx.b.id, a_hash=content_hash(ctx.a.output), outcome=winner, consistent=consistent,
+                calls=[{"first": ctx.a.id, "winner": winner.value, "reason": "planted"}],
+            )
+        )
+        new += created
+        assert store.resolve_match(ctx.match_id, judgement_id, winner, consistent)
+    queue.empty()
+    return new
+
+
+def by_strength(*order: str, scenarios: tuple[str, ...] = ()) -> Prefer:
+    """The model earlier in `order` wins; between two scenarios of one model, the earlier scenario."""
+
+    def rank(s: Submission) -> tuple[int, int]:
+        return order.index(s.model), scenarios.index(s.scenario) if scenarios else 0
+
+    def prefer(a: Submission, b: Submission) -> Winner:
+        if rank(a) == rank(b):
+            return Winner.TIE
+        return Winner.A if rank(a) < rank(b) else Winner.B
+
+    return prefer
+
+
+def board(client: TestClient, url: str = "/api/leaderboard", **params: Any) -> dict:
+    response = client.get(url, params=params or None)  # an empty dict would drop url's own query
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_ranks_models_by_the_planted_preference(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1", "q2", "q3", "q4"], [("low", "default"), ("mid", "default"), ("best", "default")])
+    start(client)
+    assert work(client, queue, by_strength("best", "mid", "low")) == 12
+    body = board(client)
+    assert (body["by"], body["tournament"], body["judge"], body["judgements"]) == ("model", None, None, 12)
+    rows = body["rows"]
+    assert [r["player"] for r in rows] == ["best", "mid", "low"]
+    assert [(r["wins"], r["losses"], r["ties"], r["matches"]) for r in rows] == [(8, 0, 0, 8), (4, 4, 0, 8), (0, 8, 0, 8)]
+    assert rows[0]["rating"] > rows[1]["rating"] > rows[2]["rating"]
+    assert rows[0]["elo"] > rows[1]["elo"] > rows[2]["elo"]
+    for row in rows:
+        assert row["ci_low"] <= row["rating"] <= row["ci_high"]
+
+
+def test_inconsistent_verdicts_count_as_ties(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1"], [("a", "default"), ("b", "default")])
+    start(client)
+    work(client, queue, lambda a, b: Winner.TIE, consistent=False)
+    rows = board(client)["rows"]
+    assert [(r["wins"], r["losses"], r["ties"]) for r in rows] == [(0, 0, 1), (0, 0, 1)]
+    assert rows[0]["rating"] == pytest.approx(rows[1]["rating"])
+
+
+def test_each_level_counts_only_sides_that_differ_there(client: TestClient, queue: Queue) -> None:
+    systems = [("B", "s1"), ("B", "s2"), ("A", "s1"), ("A", "s2")]
+    submit(client, ["q1", "q2", "q3"], systems)
+    start(client)
+    assert work(client, queue, by_strength("A", "B", scenarios=("s2", "s1"))) == 18  # 6 pairs x 3 questions
+
+    models = board(client, by="model")
+    assert models["judgements"] == 12  # A-vs-A and B-vs-B pairs say nothing about models
+    assert [(r["player"], r["wins"], r["matches"]) for r in models["rows"]] == [("A", 12, 12), ("B", 0, 12)]
+
+    scenarios = board(client, by="scenario")
+    assert (scenarios["by"], scenarios["judgements"]) == ("scenario", 12)
+    assert [(r["player"], r["wins"], r["losses"]) for r in scenarios["rows"]] == [("s2", 9, 3), ("s1", 3, 9)]
+
+    systems_board = board(client, by="model+scenario")
+    assert (systems_board["by"], systems_board["judgements"]) == ("model+scenario", 18)
+    expected = [player_of(m, s, "model+scenario") for m, s in [("A", "s2"), ("A", "s1"), ("B", "s2"), ("B", "s1")]]
+    assert [r["player"] for r in systems_board["rows"]] == expected
+    assert [r["wins"] for r in systems_board["rows"]] == [9, 6, 3, 0]
+    # "+" in a raw query string decodes to a space; "system" is an alias.
+    assert board(client, "/api/leaderboard?by=model+scenario")["rows"] == systems_board["rows"]
+    assert board(client, by="system")["by"] == "model+scenario"
+
+
+def test_a_judgement_counts_once_across_tournaments(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1", "q2"], [("a", "default"), ("b", "default"), ("c", "default")])
+    first = start(client)
+    assert work(client, queue, by_strength("a", "b", "c")) == 6
+    second = start(client)
+    assert work(client, queue, by_strength("c", "b", "a")) == 0  # every pair already judged
+    assert client.get(f"/api/tournaments/{second}").json()["matches_done"] == 6
+    for params in ({}, {"tournament": first}, {"tournament": second}):
+        body = board(client, "/api/leaderboard", **params)
+        assert body["judgements"] == 6, params
+        assert [(r["player"], r["wins"]) for r in body["rows"]] == [("a", 4), ("b", 2), ("c", 0)]
+
+
+def test_tournament_filter(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1", "q2"], [("a", "default"), ("b", "default"), ("c", "default")])
+    first = start(client, models=["a", "b"])
+    second = start(client, models=["b", "c"])
+    work(client, queue, by_strength("a", "b", "c"))
+    only_first = board(client, tournament=first)
+    assert (only_first["tournament"], only_first["judgements"]) == (first, 2)
+    assert [r["player"] for r in only_first["rows"]] == ["a", "b"]
+    assert [r["player"] for r in board(client, tournament=second)["rows"]] == ["b", "c"]
+    assert board(client)["judgements"] == 4
+
+    missing = client.get("/api/leaderboard", params={"tournament": 999})
+    assert missing.status_code == 404 and "999" in missing.json()["error"]
+    malformed = client.get("/api/leaderboard", params={"tournament": "abc"})
+    assert malformed.status_code == 422
+    assert malformed.json()["error"].startswith("query parameter tournament: ")
+
+
+def test_judge_filter(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1", "q2"], [("a", "default"), ("b", "default")])
+    start(client, judge="offline/likes-a")
+    work(client, queue, by_strength("a", "b"))
+    start(client, judge="anthropic/likes-b")
+    assert work(client, queue, by_strength("b", "a")) == 2  # another judge: judged again
+    assert [r["player"] for r in board(client, judge="offline/likes-a")["rows"]] == ["a", "b"]
+    likes_b = board(client, judge="anthropic/likes-b")
+    assert (likes_b["judge"], likes_b["judgements"]) == ("anthropic/likes-b", 2)
+    assert [r["player"] for r in likes_b["rows"]] == ["b", "a"]
+    assert board(client, judge="openai/nobody") == {
+        "by": "model", "tournament": None, "judge": "openai/nobody", "rows": [], "judgements": 0,
+    }
+
+
+def test_unknown_level_is_refused(client: TestClient) -> None:
+    response = client.get("/api/leaderboard", params={"by": "judge"})
+    assert response.status_code == 422
+    assert response.json()["error"] == "by: 'judge' is not a level; use model, scenario or model+scenario (alias system)"
+
+
+def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: Queue) -> None:
+    evil = "<script>alert(1)</script>"
+    submit(client, ["q1"], [(evil, "default"), ("good", "<i>terse</i>")])
+    start(client, name='<b onmouseover="x">night</b>')
+    work(client, queue, by_strength("good", evil))
+
+    response = client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    page = response.text
+    assert '<meta http-equiv="refresh" content="30">' in page
+    assert "<script" not in page.lower() and "<i>" not in page and "<b " not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;i&gt;terse&lt;/i&gt;" in page
+    assert "&lt;b onmouseover=&quot;x&quot;&gt;night&lt;/b&gt;" in page
+    assert page.count("<table>") == 4  # models, scenarios, systems, tournaments
+    for caption in ("Models", "Scenarios", "Systems (model + scenario)", "Recent tournaments"):
+        assert f"<caption>{caption}" in page
+    models_table = page.split("<caption>Models")[1].split("</table>")[0]
+    assert models_table.index("good") < models_table.index("&lt;script&gt;")  # ranked first
+    assert "<td class=num>1 / 1</td>" in page and "<td>done</td>" in page
+
+
+def test_empty_board(client: TestClient) -> None:
+    assert board(client) == {"by": "model", "tournament": None, "judge": None, "rows": [], "judgements": 0}
+    page = client.get("/").text
+    assert "No judgements yet" in page and "No tournaments yet" in page
