@@ -79,6 +79,24 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    from .liveness import scheduler_alive, worker_alive
+
+    settings = _settings(args)
+    try:
+        redis = Redis.from_url(_need_redis(settings), socket_connect_timeout=3, socket_timeout=3)
+        alive = worker_alive(redis, settings.queue_name) if args.role == "worker" else scheduler_alive(redis)
+    except RedisError as exc:
+        print(f"joust healthcheck: Redis unreachable: {exc}", file=sys.stderr)
+        return 1
+    if not alive:
+        print(f"joust healthcheck: no live {args.role} on this host", file=sys.stderr)
+    return 0 if alive else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line, one sub-command per role."""
     parser = argparse.ArgumentParser(prog="joust", description=__doc__)
@@ -106,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     sched = sub.add_parser("scheduler", help="run recurring tournaments and re-hand lost matches")
     sched.add_argument("--data-dir", default=None)
     sched.set_defaults(func=cmd_scheduler)
+
+    health = sub.add_parser("healthcheck", help="exit 0 when this host's worker or scheduler is alive")
+    health.add_argument("role", choices=["worker", "scheduler"])
+    health.set_defaults(func=cmd_healthcheck)
     return parser
 
 

@@ -15,6 +15,7 @@ from typing import Callable
 
 from .config import Settings
 from .cron import next_due
+from .liveness import beat_scheduler
 from .queue import JobQueue
 from .store import Store
 from .tournaments import hand_out, launch
@@ -68,7 +69,9 @@ class Scheduler:
         """Tick every `scheduler_interval_s` until `stop` is set; a failing tick is logged."""
         while not stop.is_set():
             try:
-                self.tick(clock())
+                now = clock()
+                self.tick(now)
+                beat_scheduler(self.queue.redis, now, ttl_s=max(30.0, 6 * self.settings.scheduler_interval_s))
             except Exception:  # keep scheduling through a Redis or database hiccup
                 log.exception("scheduler tick failed")
             stop.wait(self.settings.scheduler_interval_s)

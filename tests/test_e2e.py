@@ -1,0 +1,262 @@
+"""End to end through the CLI and HTTP: `joust up` as a user runs it (embedded Redis, real SQLite
+file, worker and scheduler processes), with the fake Messages API as the only stand-in."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from service.redis_server import free_port, pid_alive
+from tests.fake_anthropic import FakeAnthropic, always, prefer
+
+MODELS = ["good", "mid", "bad"]
+SCENARIOS = ["plus", "base"]
+# The fake prefers systems in this order: the model dominates, the scenario breaks ties.
+SYSTEMS = [f"{m}/{s}" for m in MODELS for s in SCENARIOS]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Joust:
+    """A running `joust up` and what it printed."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    key: str
+    data_dir: Path
+    lines: list[str] = field(default_factory=list)
+
+    def call(self, method: str, path: str, body: Any = None, auth: bool = True) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        if auth:
+            req.add_header("Authorization", f"Bearer {self.key}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                raw = resp.read().decode()
+                status = resp.status
+        except urllib.error.HTTPError as err:
+            raw, status = err.read().decode(), err.code
+        try:
+            return status, json.loads(raw)
+        except json.JSONDecodeError:
+            return status, raw
+
+    def wait_done(self, tid: int, timeout_s: float = 120) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            _, view = self.call("GET", f"/api/tournaments/{tid}")
+            if view["status"] in ("done", "failed", "cancelled"):
+                return view
+            time.sleep(0.3)
+        raise AssertionError(f"tournament {tid} did not finish: {view}\n" + "".join(self.lines[-40:]))
+
+    def children(self) -> list[int]:
+        """Pids whose parent is `joust up`."""
+        kids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    kids.append(int(entry.name))
+        return kids
+
+    def worker_pids(self) -> list[int]:
+        return [pid for pid in self.children() if b"worker" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _read_lines(proc: subprocess.Popen[str], sink: list[str], found: "queue.Queue[str]") -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sink.append(line)
+        found.put(line)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(prefer(SYSTEMS)) as server:
+        yield server
+
+
+@pytest.fixture
+def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JOUST_API_KEY", "REDIS_URL", "DATABASE_URL")}
+    env.update(
+        ANTHROPIC_BASE_URL=fake.url,
+        ANTHROPIC_API_KEY="test",
+        JOUST_SCHEDULER_INTERVAL="0.5",
+        JOUST_MATCH_TIMEOUT="6",
+        JOUST_RETRY_BACKOFF="0.1",
+        PYTHONUNBUFFERED="1",
+    )
+    port = free_port()
+    data_dir = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--workers", "2", "--data-dir", str(data_dir)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    found: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=_read_lines, args=(proc, lines, found), daemon=True).start()
+    url = key = None
+    deadline = time.monotonic() + 60
+    while (url is None or key is None) and time.monotonic() < deadline:
+        try:
+            line = found.get(timeout=1)
+        except queue.Empty:
+            assert proc.poll() is None, "joust up exited:\n" + "".join(lines)
+            continue
+        if line.startswith("joust is up: "):
+            url = line.split(": ", 1)[1].strip().rstrip("/")
+        elif line.startswith("API key: "):
+            key = line.split(": ", 1)[1].strip()
+    assert url and key, "joust up printed no URL and key:\n" + "".join(lines)
+    running = Joust(proc, url, key, data_dir, lines)
+    for _ in range(100):  # the API may still be importing
+        try:
+            if running.call("GET", "/api/health")[0] == 200:
+                break
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.2)
+    yield running
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def submissions() -> list[dict]:
+    return [
+        {"question": f"Question {q}: explain topic {q}.", "model": m, "scenario": s,
+         "output": f"[{m}/{s}] An answer to question {q}.", "metadata": {"q": q}}
+        for q in range(3) for m in MODELS for s in SCENARIOS
+    ]
+
+
+def test_joust_up_runs_the_whole_pipeline(joust: Joust, fake: FakeAnthropic) -> None:
+    assert (joust.data_dir / "api_key").read_text().strip() == joust.key
+    assert (joust.data_dir / "joust.db").exists() and (joust.data_dir / "redis").is_dir()
+    assert joust.call("POST", "/api/submissions", submissions(), auth=False)[0] == 401
+
+    status, body = joust.call("POST", "/api/submissions", submissions())
+    assert status == 201 and len(body["submissions"]) == 18
+    assert all(s["created"] for s in body["submissions"])
+    status, again = joust.call("POST", "/api/submissions", submissions())
+    assert status == 201 and again["submissions"] == [{**s, "created": False} for s in body["submissions"]]
+
+    # a recurring tournament: its first scheduled run comes at the next minute boundary
+    status, nightly = joust.call("POST", "/api/tournaments", {"name": "nightly", "judge": "anthropic/judge-1",
+                                                              "schedule": "* * * * *"})
+    assert status == 202 and nightly["matches_total"] == 3 * 15
+    status, created = joust.call("POST", "/api/tournaments", {"name": "first", "mode": "round_robin",
+                                                              "judge": "anthropic/judge-1", "order": "both"})
+    assert status == 202 and created["matches_total"] == 3 * 15  # C(6, 2) pairs per question
+    view = joust.wait_done(created["id"])
+    assert (view["matches_done"], view["matches_failed"]) == (45, 0)
+    joust.wait_done(nightly["id"])
+    assert fake.replies == 2 * 45  # both orders, each pair paid for once across the two
+
+    _, listing = joust.call("GET", f"/api/tournaments/{created['id']}/judgements")
+    assert len(listing["judgements"]) == 45
+    assert all(j["consistent"] and len(j["calls"]) == 2 for j in listing["judgements"])
+
+    for by, expected in (("model", MODELS), ("scenario", SCENARIOS), ("model+scenario", None)):
+        _, board = joust.call("GET", f"/api/leaderboard?by={urllib.request.quote(by)}")
+        players = [row["player"] for row in board["rows"]]
+        if expected is None:
+            expected = [f"{m} + {s}" for m in MODELS for s in SCENARIOS]
+        assert players == expected, (by, board)
+        assert all(row["ci_low"] <= row["rating"] <= row["ci_high"] for row in board["rows"])
+
+    # a re-run pays for nothing: every pair is already judged by this judge
+    before = fake.requests
+    _, rerun = joust.call("POST", "/api/tournaments", {"name": "again", "judge": "anthropic/judge-1"})
+    assert joust.wait_done(rerun["id"])["matches_done"] == 45
+    assert fake.requests == before
+
+    # a judge that always answers "A" only produces position-bias ties
+    fake.decide = always("A")
+    one_question = _question_of(joust, listing["judgements"][0]["a"])
+    _, biased = joust.call("POST", "/api/tournaments", {"name": "biased", "judge": "anthropic/always-a",
+                                                        "questions": [one_question]})
+    joust.wait_done(biased["id"])
+    _, tied = joust.call("GET", f"/api/tournaments/{biased['id']}/judgements")
+    assert len(tied["judgements"]) == 15
+    assert all(j["outcome"] == "TIE" and j["consistent"] is False for j in tied["judgements"])
+    _, board = joust.call("GET", "/api/leaderboard?by=model&judge=anthropic/always-a")
+    # each model's 2 submissions meet the other models' 4: 8 ties each
+    assert {row["ties"] for row in board["rows"]} == {8} and all(row["wins"] == 0 for row in board["rows"])
+
+    # the nightly schedule fires once per due time, and its run judges nothing new
+    fake.decide = prefer(SYSTEMS)
+    deadline = time.monotonic() + 75
+    runs: list[int] = []
+    while not runs and time.monotonic() < deadline:
+        runs = joust.call("GET", f"/api/tournaments/{nightly['id']}")[1]["runs"]
+        time.sleep(0.5)
+    assert len(runs) == 1, "the scheduler started no run"
+    requests_before_run = fake.requests
+    assert joust.wait_done(runs[0])["matches_done"] == 45
+    assert fake.requests == requests_before_run
+
+    status, page = joust.call("GET", "/")
+    assert status == 200 and "good + plus" in page
+
+    # Ctrl-C / SIGTERM stops everything, Redis included
+    children = joust.children()
+    assert len(children) >= 5  # redis, api, 2 workers, scheduler
+    joust.proc.send_signal(signal.SIGTERM)
+    assert joust.proc.wait(timeout=60) == 0
+    deadline = time.monotonic() + 10
+    while any(pid_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in children if pid_alive(pid)]
+
+
+def _question_of(joust: Joust, submission_id: int) -> str:
+    _, listing = joust.call("GET", "/api/submissions?limit=1000")
+    return next(s["question_id"] for s in listing["submissions"] if s["id"] == submission_id)
+
+
+def test_a_killed_worker_loses_no_judgement(joust: Joust, fake: FakeAnthropic) -> None:
+    fake.latency_s = 0.5
+    subs = [s for s in submissions() if s["question"].startswith("Question 0")]
+    assert joust.call("POST", "/api/submissions", subs)[0] == 201
+    _, created = joust.call("POST", "/api/tournaments", {"name": "t", "judge": "anthropic/judge-1"})
+    deadline = time.monotonic() + 30
+    while fake.requests == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    victims = joust.worker_pids()
+    assert victims
+    for pid in victims:  # both workers die mid-job; joust up restarts them
+        os.kill(pid, signal.SIGKILL)
+    view = joust.wait_done(created["id"], timeout_s=120)
+    assert (view["matches_done"], view["matches_failed"]) == (15, 0)
+    _, listing = joust.call("GET", f"/api/tournaments/{created['id']}/judgements")
+    ids = [j["judgement_id"] for j in listing["judgements"]]
+    assert len(ids) == 15 and len(set(ids)) == 15
+    _, board = joust.call("GET", "/api/leaderboard?by=model")
+    assert sum(row["matches"] for row in board["rows"]) == 2 * 12  # 12 cross-model pairs, counted once each
