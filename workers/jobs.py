@@ -49,7 +49,7 @@ def judge_match(match_id: int) -> str:
     if not rt.store.start_match(match_id):
         return "skipped"
     try:
-        judge = rt.judges.get(spec["judge"])
+        judge = rt.judge(spec["judge"])
         calls, outcome = rt.run(
             judge_pair(judge, ctx.a, ctx.b, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)))
         )

@@ -24,18 +24,7 @@ async def judge_pair(
     replies = await asyncio.gather(
         *(judge.compare(a.question, by_id[first].output, by_id[second].output) for first, second in orders)
     )
-    calls = [
-        Call(
-            first=first,
-            winner=reply.winner,
-            reason=reply.reason,
-            raw=reply.raw,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            latency_ms=reply.latency_ms,
-        )
-        for (first, _second), reply in zip(orders, replies)
-    ]
+    calls = [reply.as_call(first) for (first, _second), reply in zip(orders, replies)]
     return calls, combine(a.id, b.id, calls)
 
 

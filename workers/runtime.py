@@ -14,6 +14,8 @@ from redis import Redis
 from service.config import Settings
 from service.store import Store
 
+from .judge import Judge
+from .ratelimit import RateLimitedJudge, SharedRateLimit
 from .registry import JudgePool
 
 T = TypeVar("T")
@@ -29,13 +31,22 @@ class Runtime:
         self.judges = JudgePool(settings)
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
+        self._limit = (
+            SharedRateLimit(self.redis, settings.judge_rpm) if settings.judge_rpm and self.redis is not None else None
+        )
+
+    def judge(self, spec: str) -> Judge:
+        """The process's judge for `spec`, behind the shared rate limit when one is set."""
+        judge = self.judges.get(spec)
+        return judge if self._limit is None else RateLimitedJudge(judge, self._limit, spec)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the process's one loop, so async clients stay bound to it."""
         return self.loop.run_until_complete(coro)
 
     def close(self) -> None:
-        """Release the store, Redis and the loop."""
+        """Release the judges' clients, the store, Redis and the loop."""
+        self.run(self.judges.aclose())
         self.store.close()
         if self.redis is not None:
             self.redis.close()
