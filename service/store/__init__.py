@@ -1,0 +1,21 @@
+"""The store: the only package that talks to the database.
+
+Every write is one transaction, so a request either stores all it asked for or nothing. On
+SQLite, write transactions begin IMMEDIATE so that the API, the workers and the scheduler (three
+processes on one file) queue for the write lock instead of failing half-way.
+
+Exceptions: `Conflict` (same key, different content: the API answers 409) and `NotFound`.
+"""
+from __future__ import annotations
+
+from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound
+from .matches import Matches
+from .submissions import Submissions
+from .tournaments import Tournaments
+from .views import Views
+
+__all__ = ["ACTIVE", "Conflict", "MatchContext", "NewJudgement", "NewSubmission", "NotFound", "Store"]
+
+
+class Store(Submissions, Tournaments, Matches, Views):
+    """Submissions, tournaments, matches and judgements, in SQLite or PostgreSQL."""

@@ -1,0 +1,134 @@
+"""The store's foundation: its exceptions, the records it takes, and the engine.
+
+On SQLite, write transactions begin IMMEDIATE so that the API, the workers and the scheduler
+(several processes on one file) queue for the write lock instead of failing half-way.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+
+from leaderboard.types import Submission, Winner
+
+from . import schema as s
+
+ACTIVE = ("pending", "queued", "running")
+
+
+class Conflict(Exception):
+    """The same key already holds different content."""
+
+
+class NotFound(Exception):
+    """An id names nothing."""
+
+
+@dataclass(frozen=True)
+class NewSubmission:
+    """A validated submission as the API received it."""
+
+    question_id: str
+    question: str
+    model: str
+    scenario: str
+    output: str
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NewJudgement:
+    """A finished judgement, ready to be stored once under its key."""
+
+    key: str
+    judge: str
+    criteria: str
+    template_version: str
+    a_id: int
+    b_id: int
+    a_hash: str
+    outcome: Winner
+    consistent: bool
+    calls: list[dict]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class MatchContext:
+    """Everything a worker needs to judge one match."""
+
+    match_id: int
+    tournament_id: int
+    status: str
+    attempts: int
+    spec: dict
+    a: Submission
+    b: Submission
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get("immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def submission_of(row: Any) -> Submission:
+    return Submission(
+        id=row.id,
+        question_id=row.question_id,
+        question=row.question,
+        model=row.model,
+        scenario=row.scenario,
+        output=row.output,
+    )
+
+
+class Database:
+    """The engine and the two kinds of transaction every part of the store uses."""
+
+    def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
+        self.url = url
+        self._clock = clock
+        if url.startswith("sqlite"):
+            self.engine = _sqlite_engine(url)
+        else:
+            self.engine = create_engine(url, pool_pre_ping=True)
+        with self._write() as conn:
+            s.migrate(conn)
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self.engine.dispose()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.connect().execution_options(immediate=True) as conn:
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            with conn.begin():
+                yield conn

@@ -1,0 +1,163 @@
+"""Matches as workers see them: start, resolve with a keyed judgement, fail, hand out again."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from leaderboard.types import Winner
+
+from . import schema as s
+from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, submission_of
+
+
+class Matches(Database):
+    """Matches as workers see them: start, resolve with a keyed judgement, fail, hand out again."""
+
+    def match_context(self, match_id: int) -> MatchContext:
+        """A match with its tournament's spec and both submissions; raises NotFound."""
+        m, t, sub = s.matches, s.tournaments, s.submissions
+        with self._read() as conn:
+            row = conn.execute(
+                select(m, t.c.spec).join(t, t.c.id == m.c.tournament_id).where(m.c.id == match_id)
+            ).first()
+            if row is None:
+                raise NotFound(f"no match {match_id}")
+            subs = {r.id: submission_of(r) for r in conn.execute(select(sub).where(sub.c.id.in_([row.a_id, row.b_id])))}
+        return MatchContext(
+            match_id=row.id,
+            tournament_id=row.tournament_id,
+            status=row.status,
+            attempts=row.attempts,
+            spec=json.loads(row.spec),
+            a=subs[row.a_id],
+            b=subs[row.b_id],
+        )
+
+    def start_match(self, match_id: int) -> bool:
+        """Mark a match running; False when it is already finished or cancelled."""
+        m, t = s.matches, s.tournaments
+        now = self._clock()
+        with self._write() as conn:
+            done = conn.execute(
+                update(m)
+                .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
+                .values(status="running", started_at=now, attempts=m.c.attempts + 1)
+            ).rowcount
+            if not done:
+                return False
+            tid = conn.execute(select(m.c.tournament_id).where(m.c.id == match_id)).scalar_one()
+            conn.execute(
+                update(t).where(t.c.id == tid, t.c.status == "queued").values(status="running", started_at=now)
+            )
+        return True
+
+    def find_judgement(self, key: str) -> dict | None:
+        """The judgement stored under a key, if any."""
+        j = s.judgements
+        with self._read() as conn:
+            row = conn.execute(select(j).where(j.c.key == key)).first()
+        return None if row is None else _judgement_view(row)
+
+    def save_judgement(self, new: NewJudgement) -> tuple[int, bool]:
+        """Store a judgement once under its key; a second writer gets the first one's id."""
+        j = s.judgements
+        values = {
+            "key": new.key,
+            "judge": new.judge,
+            "criteria": new.criteria,
+            "template_version": new.template_version,
+            "a_id": new.a_id,
+            "b_id": new.b_id,
+            "a_hash": new.a_hash,
+            "outcome": new.outcome.value,
+            "consistent": new.consistent,
+            "calls": json.dumps(new.calls),
+            "input_tokens": new.input_tokens,
+            "output_tokens": new.output_tokens,
+            "cost_usd": new.cost_usd,
+            "created_at": self._clock(),
+        }
+        try:
+            with self._write() as conn:
+                existing = conn.execute(select(j.c.id).where(j.c.key == new.key)).scalar()
+                if existing is not None:
+                    return int(existing), False
+                return int(conn.execute(j.insert().values(**values)).inserted_primary_key[0]), True
+        except IntegrityError:
+            found = self.find_judgement(new.key)
+            if found is None:
+                raise
+            return int(found["id"]), False
+
+    def resolve_match(self, match_id: int, judgement_id: int, outcome: Winner, consistent: bool) -> bool:
+        """Mark a match done with its judgement; False when it was already finished."""
+        m = s.matches
+        now = self._clock()
+        with self._write() as conn:
+            changed = conn.execute(
+                update(m)
+                .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
+                .values(
+                    status="done",
+                    judgement_id=judgement_id,
+                    outcome=outcome.value,
+                    consistent=consistent,
+                    finished_at=now,
+                    last_error=None,
+                )
+            ).rowcount
+            self._settle_tournament(conn, match_id, now)
+        return bool(changed)
+
+    def fail_match(self, match_id: int, error: str, *, final: bool) -> None:
+        """Record an error: `final` marks the match failed, otherwise it waits to be retried
+        (the caller hands it to the queue again and records the new job with mark_queued)."""
+        m = s.matches
+        now = self._clock()
+        with self._write() as conn:
+            values: dict[str, Any] = {"last_error": error[:2000]}
+            if final:
+                values.update(status="failed", finished_at=now)
+            else:
+                values.update(status="queued", enqueued_at=now)
+            conn.execute(update(m).where(m.c.id == match_id, m.c.status.in_(ACTIVE)).values(**values))
+            self._settle_tournament(conn, match_id, now)
+
+    def _settle_tournament(self, conn: Connection, match_id: int, now: float) -> None:
+        """Finish a tournament once none of its matches is still active."""
+        m, t = s.matches, s.tournaments
+        tid = conn.execute(select(m.c.tournament_id).where(m.c.id == match_id)).scalar()
+        if tid is None:
+            return
+        counts = dict(
+            conn.execute(select(m.c.status, func.count()).where(m.c.tournament_id == tid).group_by(m.c.status)).all()
+        )
+        if any(counts.get(st, 0) for st in ACTIVE):
+            return
+        status = "failed" if counts.get("failed", 0) and not counts.get("done", 0) else "done"
+        conn.execute(
+            update(t)
+            .where(t.c.id == tid, t.c.status.in_(("queued", "running")))
+            .values(status=status, finished_at=now)
+        )
+
+
+def _judgement_view(row: Any) -> dict:
+    return {
+        "id": row.id,
+        "key": row.key,
+        "judge": row.judge,
+        "criteria": row.criteria,
+        "template_version": row.template_version,
+        "a_id": row.a_id,
+        "b_id": row.b_id,
+        "a_hash": row.a_hash,
+        "outcome": row.outcome,
+        "consistent": bool(row.consistent),
+        "calls": json.loads(row.calls),
+        "cost_usd": row.cost_usd,
+    }

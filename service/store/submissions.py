@@ -1,0 +1,113 @@
+"""Submissions: idempotent by (question_id, model, scenario), stored in atomic batches."""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from leaderboard.keys import content_hash
+from leaderboard.types import Submission
+
+from . import schema as s
+from .base import Conflict, Database, NewSubmission, submission_of
+
+
+class Submissions(Database):
+    """Submissions: idempotent by (question_id, model, scenario), stored in atomic batches."""
+
+    def add_submissions(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
+        """Store new submissions; the same content again is a no-op returning the same id.
+
+        Returns (id, created) per item, in order. Raises Conflict, storing nothing, when any
+        item's (question_id, model, scenario) already holds a different question or output.
+        """
+        now = self._clock()
+        results: list[tuple[int, bool]] = []
+        t = s.submissions
+        try:
+            with self._write() as conn:
+                for item in items:
+                    found = conn.execute(
+                        select(t.c.id, t.c.question_hash, t.c.output_hash).where(
+                            t.c.question_id == item.question_id,
+                            t.c.model == item.model,
+                            t.c.scenario == item.scenario,
+                        )
+                    ).first()
+                    q_hash, o_hash = content_hash(item.question), content_hash(item.output)
+                    if found is not None:
+                        if (found.question_hash, found.output_hash) != (q_hash, o_hash):
+                            what = "question" if found.question_hash != q_hash else "output"
+                            raise Conflict(
+                                f"submission {found.id} (question_id={item.question_id!r}, "
+                                f"model={item.model!r}, scenario={item.scenario!r}) already "
+                                f"holds a different {what}"
+                            )
+                        results.append((found.id, False))
+                        continue
+                    new_id = conn.execute(
+                        t.insert().values(
+                            question_id=item.question_id,
+                            question=item.question,
+                            model=item.model,
+                            scenario=item.scenario,
+                            output=item.output,
+                            output_hash=o_hash,
+                            question_hash=q_hash,
+                            metadata=json.dumps(item.metadata, sort_keys=True),
+                            created_at=now,
+                        )
+                    ).inserted_primary_key[0]
+                    results.append((int(new_id), True))
+        except IntegrityError as exc:  # a concurrent writer took the key first
+            raise Conflict(f"a submission with the same key was written concurrently: {exc.orig}") from None
+        return results
+
+    def list_submissions(
+        self,
+        *,
+        model: str | None = None,
+        scenario: str | None = None,
+        question_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[dict]:
+        """Submissions in id order, optionally filtered."""
+        t = s.submissions
+        query = select(t).order_by(t.c.id).limit(limit).offset(offset)
+        for column, value in ((t.c.model, model), (t.c.scenario, scenario), (t.c.question_id, question_id)):
+            if value is not None:
+                query = query.where(column == value)
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        return [
+            {
+                "id": r.id,
+                "question_id": r.question_id,
+                "question": r.question,
+                "model": r.model,
+                "scenario": r.scenario,
+                "output": r.output,
+                "metadata": json.loads(r.metadata),
+                "created_at": r.created_at,
+            }
+            for r in rows
+        ]
+
+    def select_submissions(
+        self,
+        *,
+        models: Sequence[str] | None = None,
+        scenarios: Sequence[str] | None = None,
+        questions: Sequence[str] | None = None,
+    ) -> list[Submission]:
+        """The submissions a tournament's filters admit (None = no filter), in id order."""
+        t = s.submissions
+        query = select(t).order_by(t.c.id)
+        for column, values in ((t.c.model, models), (t.c.scenario, scenarios), (t.c.question_id, questions)):
+            if values is not None:
+                query = query.where(column.in_(list(values)))
+        with self._read() as conn:
+            return [submission_of(r) for r in conn.execute(query)]

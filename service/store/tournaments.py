@@ -1,0 +1,205 @@
+"""Tournaments, their matches as planned, and recurring schedules."""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from sqlalchemy import and_, case, func, or_, select, update
+
+from leaderboard.types import Pair
+
+from . import schema as s
+from .base import ACTIVE, Database, NotFound
+
+
+class Tournaments(Database):
+    """Tournaments, their matches as planned, and recurring schedules."""
+
+    def create_tournament(
+        self,
+        name: str,
+        spec: dict,
+        pairs: Sequence[Pair],
+        *,
+        schedule: str | None = None,
+        next_run_at: float | None = None,
+        parent_id: int | None = None,
+    ) -> int:
+        """Create a tournament and its pending matches in one transaction."""
+        now = self._clock()
+        with self._write() as conn:
+            tid = int(
+                conn.execute(
+                    s.tournaments.insert().values(
+                        name=name,
+                        spec=json.dumps(spec, sort_keys=True),
+                        status="queued" if pairs else "done",
+                        created_at=now,
+                        finished_at=None if pairs else now,
+                        schedule=schedule,
+                        next_run_at=next_run_at,
+                        parent_id=parent_id,
+                    )
+                ).inserted_primary_key[0]
+            )
+            if pairs:
+                conn.execute(
+                    s.matches.insert(),
+                    [
+                        {"tournament_id": tid, "a_id": p.a, "b_id": p.b, "status": "pending", "attempts": 0,
+                         "enqueued_at": now}
+                        for p in pairs
+                    ],
+                )
+        return tid
+
+    def get_tournament(self, tournament_id: int) -> dict:
+        """A tournament with its match counts; raises NotFound."""
+        t, m = s.tournaments, s.matches
+        with self._read() as conn:
+            row = conn.execute(select(t).where(t.c.id == tournament_id)).first()
+            if row is None:
+                raise NotFound(f"no tournament {tournament_id}")
+            counts = dict(
+                conn.execute(
+                    select(m.c.status, func.count()).where(m.c.tournament_id == tournament_id).group_by(m.c.status)
+                ).all()
+            )
+            runs = conn.execute(
+                select(t.c.id).where(t.c.parent_id == tournament_id).order_by(t.c.id)
+            ).scalars().all()
+        return _tournament_view(row, counts, list(runs))
+
+    def list_tournaments(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
+        """Tournaments, newest first, with their counts."""
+        t, m = s.tournaments, s.matches
+        with self._read() as conn:
+            rows = conn.execute(select(t).order_by(t.c.id.desc()).limit(limit).offset(offset)).all()
+            ids = [r.id for r in rows]
+            counts: dict[int, dict[str, int]] = {i: {} for i in ids}
+            for tid, status, n in conn.execute(
+                select(m.c.tournament_id, m.c.status, func.count())
+                .where(m.c.tournament_id.in_(ids))
+                .group_by(m.c.tournament_id, m.c.status)
+            ):
+                counts[tid][status] = n
+        return [_tournament_view(r, counts[r.id], None) for r in rows]
+
+    def cancel_tournament(self, tournament_id: int) -> dict:
+        """Cancel the matches not yet judged and stop a schedule from recurring."""
+        t, m = s.tournaments, s.matches
+        now = self._clock()
+        with self._write() as conn:
+            row = conn.execute(select(t.c.status).where(t.c.id == tournament_id)).first()
+            if row is None:
+                raise NotFound(f"no tournament {tournament_id}")
+            conn.execute(
+                update(m)
+                .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
+                .values(status="cancelled", finished_at=now)
+            )
+            values: dict[str, Any] = {"next_run_at": None}
+            if row.status in ("queued", "running"):
+                values.update(status="cancelled", finished_at=now)
+            conn.execute(update(t).where(t.c.id == tournament_id).values(**values))
+        return self.get_tournament(tournament_id)
+
+    def pending_matches(self, tournament_id: int) -> list[int]:
+        """Matches created but not yet handed to the queue."""
+        m = s.matches
+        with self._read() as conn:
+            return list(
+                conn.execute(
+                    select(m.c.id).where(m.c.tournament_id == tournament_id, m.c.status == "pending").order_by(m.c.id)
+                ).scalars()
+            )
+
+    def mark_queued(self, jobs: dict[int, str]) -> None:
+        """Record that these matches (id -> RQ job id) now have a job on the queue."""
+        m = s.matches
+        now = self._clock()
+        with self._write() as conn:
+            for match_id, job_id in jobs.items():
+                conn.execute(
+                    update(m)
+                    .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
+                    .values(status="queued", job_id=job_id, enqueued_at=now)
+                )
+
+    # ---- the scheduler's side ---------------------------------------------------------
+
+    def due_schedules(self, now: float) -> list[dict]:
+        """Recurring tournaments whose next run is due."""
+        t = s.tournaments
+        with self._read() as conn:
+            rows = conn.execute(
+                select(t.c.id, t.c.name, t.c.spec, t.c.schedule, t.c.next_run_at)
+                .where(t.c.schedule.is_not(None), t.c.next_run_at.is_not(None), t.c.next_run_at <= now)
+                .order_by(t.c.next_run_at)
+            ).all()
+        return [
+            {"id": r.id, "name": r.name, "spec": json.loads(r.spec), "schedule": r.schedule, "next_run_at": r.next_run_at}
+            for r in rows
+        ]
+
+    def claim_schedule(self, tournament_id: int, expected_next: float, new_next: float) -> bool:
+        """Move a schedule to its next due time if nobody else has: the one winner runs it."""
+        t = s.tournaments
+        with self._write() as conn:
+            return bool(
+                conn.execute(
+                    update(t)
+                    .where(t.c.id == tournament_id, t.c.next_run_at == expected_next)
+                    .values(next_run_at=new_next)
+                ).rowcount
+            )
+
+    def stale_matches(self, now: float, timeout_s: float, pending_grace_s: float = 30.0) -> list[dict]:
+        """Matches that may have lost their job: never handed out after `pending_grace_s`, or
+        handed out longer ago than `timeout_s` and not finished.
+
+        They belong to a Redis that was down, a killed worker, or a queue that lost its jobs (a
+        Redis restarted without its files); the scheduler checks each one's job and hands it out
+        again. Judgements are keyed, so a match judged twice is still stored once.
+        """
+        m = s.matches
+        stamp = case((m.c.status == "running", m.c.started_at), else_=m.c.enqueued_at)
+        with self._read() as conn:
+            rows = conn.execute(
+                select(m.c.id, m.c.status, m.c.job_id)
+                .where(
+                    or_(
+                        and_(m.c.status.in_(("queued", "running")), stamp < now - timeout_s),
+                        and_(m.c.status == "pending", m.c.enqueued_at < now - pending_grace_s),
+                    )
+                )
+                .order_by(m.c.id)
+            ).all()
+        return [{"id": r.id, "status": r.status, "job_id": r.job_id} for r in rows]
+
+
+def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None) -> dict:
+    spec = json.loads(row.spec)
+    view = {
+        "id": row.id,
+        "name": row.name,
+        "status": row.status,
+        "spec": spec,
+        "judge": spec.get("judge"),
+        "mode": spec.get("mode"),
+        "order": spec.get("order"),
+        "matches_total": sum(counts.values()),
+        "matches_done": counts.get("done", 0),
+        "matches_failed": counts.get("failed", 0),
+        "matches_cancelled": counts.get("cancelled", 0),
+        "matches_pending": sum(counts.get(st, 0) for st in ACTIVE),
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "schedule": row.schedule,
+        "next_run_at": row.next_run_at,
+        "parent_id": row.parent_id,
+    }
+    if runs is not None:
+        view["runs"] = runs
+    return view

@@ -1,0 +1,116 @@
+"""Read models over matches and judgements: the listings and the rows ratings are computed from."""
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, or_, select
+
+from leaderboard.players import SideRow
+from leaderboard.types import Winner
+
+from . import schema as s
+from .base import Database, NotFound
+
+
+class Views(Database):
+    """Read models over matches and judgements: the listings and the rows ratings are computed from."""
+
+    def tournament_judgements(self, tournament_id: int) -> list[dict]:
+        """The judgements of a tournament's matches, oriented to each match's (a, b)."""
+        m, j, sa = s.matches, s.judgements, s.submissions
+        with self._read() as conn:
+            if conn.execute(select(s.tournaments.c.id).where(s.tournaments.c.id == tournament_id)).first() is None:
+                raise NotFound(f"no tournament {tournament_id}")
+            rows = conn.execute(
+                select(
+                    m.c.id.label("match_id"),
+                    m.c.a_id.label("match_a"),
+                    m.c.b_id.label("match_b"),
+                    m.c.outcome.label("match_outcome"),
+                    m.c.consistent.label("match_consistent"),
+                    sa.c.output_hash.label("match_a_hash"),
+                    j.c.id, j.c.judge, j.c.criteria, j.c.a_id, j.c.b_id, j.c.a_hash, j.c.calls,
+                    j.c.input_tokens, j.c.output_tokens, j.c.cost_usd, j.c.created_at,
+                )
+                .join(j, j.c.id == m.c.judgement_id)
+                .join(sa, sa.c.id == m.c.a_id)
+                .where(m.c.tournament_id == tournament_id, m.c.status == "done")
+                .order_by(m.c.id)
+            ).all()
+        return [
+            {
+                "match_id": r.match_id,
+                "judgement_id": r.id,
+                "a": r.match_a,
+                "b": r.match_b,
+                "outcome": r.match_outcome,
+                "consistent": bool(r.match_consistent),
+                "judge": r.judge,
+                "criteria": r.criteria,
+                "calls": _calls_for(
+                    json.loads(r.calls), (r.a_id, r.b_id), (r.match_a, r.match_b), r.a_hash == r.match_a_hash
+                ),
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+                "cost_usd": r.cost_usd,
+                "created_at": r.created_at,
+            }
+            for r in rows
+        ]
+
+    def side_rows(self, *, tournament_id: int | None = None, judge: str | None = None) -> list[SideRow]:
+        """One row per (judgement, pair of submissions), in judgement order, for the ratings.
+
+        A judgement reached by several matches (several tournaments, nightly re-runs) counts once
+        for the same two submissions.
+        """
+        m, j, t = s.matches, s.judgements, s.tournaments
+        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
+        query = (
+            select(
+                m.c.judgement_id,
+                func.min(m.c.id).label("first_match"),
+                m.c.a_id,
+                m.c.b_id,
+                m.c.outcome,
+                sa.c.model.label("a_model"),
+                sa.c.scenario.label("a_scenario"),
+                sb.c.model.label("b_model"),
+                sb.c.scenario.label("b_scenario"),
+                sa.c.question_id,
+            )
+            .join(j, j.c.id == m.c.judgement_id)
+            .join(sa, sa.c.id == m.c.a_id)
+            .join(sb, sb.c.id == m.c.b_id)
+            .where(m.c.status == "done")
+            .group_by(m.c.judgement_id, m.c.a_id, m.c.b_id, m.c.outcome, sa.c.model, sa.c.scenario,
+                      sb.c.model, sb.c.scenario, sa.c.question_id)
+            .order_by(m.c.judgement_id, "first_match")
+        )
+        if tournament_id is not None:
+            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+            query = query.where(m.c.tournament_id.in_(runs))
+        if judge is not None:
+            query = query.where(j.c.judge == judge)
+        seen: set[tuple[int, int, int]] = set()
+        rows: list[SideRow] = []
+        with self._read() as conn:
+            for r in conn.execute(query):
+                pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
+                if pair in seen:
+                    continue
+                seen.add(pair)
+                rows.append(
+                    SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id)
+                )
+        return rows
+
+
+def _calls_for(calls: list[dict], judged: tuple[int, int], match: tuple[int, int], same_side: bool) -> list[dict]:
+    """Calls re-labelled with the match's submission ids.
+
+    A match may reuse a judgement made for other submissions with the same contents, possibly
+    the other way round; `same_side` says whether the match's a holds the judgement's a content.
+    """
+    relabel = {judged[0]: match[0], judged[1]: match[1]} if same_side else {judged[0]: match[1], judged[1]: match[0]}
+    return [{**call, "first": relabel.get(call["first"], call["first"])} for call in calls]
