@@ -1,0 +1,101 @@
+"""What the fake Anthropic server answers: reply policies, `decide(system, user_turns) -> text`.
+
+`prefer(ranking)` plants a known ranking for end-to-end tests: generator outputs carry a
+`[model]` marker, and the policy reads the `<response_a>` / `<response_b>` blocks built by
+workers.prompts (the way a judge would) and prefers the better-ranked marker.
+"""
+from __future__ import annotations
+
+import graphlib
+import itertools
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG
+
+Decide = Callable[[str, list[str]], str]
+"""(system prompt, texts of the user turns in order) → the assistant's reply text."""
+
+
+def verdict_json(winner: str, reason: str = "One response answers the question better.") -> str:
+    """A well-formed verdict reply."""
+    return json.dumps({"winner": winner, "reason": reason})
+
+
+def always(winner: str = "A") -> Decide:
+    """Always the same verdict: "A" models a judge with total first-position bias."""
+    text = verdict_json(winner, f"Always {winner}.")
+    return lambda system, users: text
+
+
+def malformed(text: str = "Both responses have merits; it is hard to say.") -> Decide:
+    """A reply with no verdict in it, every time."""
+    return lambda system, users: text
+
+
+def block(user_text: str, tag: str) -> str | None:
+    """The content of the `<tag>` block of a prompt built by workers.prompts, or None."""
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", user_text, re.DOTALL)
+    return match.group(1) if match else None
+
+
+def parse_ranking(chains: Sequence[str]) -> list[str]:
+    """["model-x>model-y", "model-y>model-z"] → ["model-x", "model-y", "model-z"] (best first)."""
+    graph: dict[str, set[str]] = {}
+    for chain in chains:
+        names = [name.strip() for name in chain.split(">")]
+        if any(not name for name in names):
+            raise ValueError(f"bad preference chain {chain!r}: use 'better>worse>...'")
+        for better, worse in itertools.pairwise(names):
+            graph.setdefault(worse, set()).add(better)
+        for name in names:
+            graph.setdefault(name, set())
+    return list(graphlib.TopologicalSorter(graph).static_order())
+
+
+def rank_of(text: str, ranking: Sequence[str]) -> int:
+    """Index of the best `[name]` marker in `text`; len(ranking) when it carries none."""
+    for index, name in enumerate(ranking):
+        if f"[{name}]" in text:
+            return index
+    return len(ranking)
+
+
+def prefer(ranking: Sequence[str]) -> Decide:
+    """Prefer the response whose `[model]` marker ranks higher (best first); equal ranks tie.
+
+    Unmarked responses rank below every marked one. Reads the first user turn, so the reminder
+    re-ask gets the same answer.
+    """
+    order = list(ranking)
+
+    def decide(system: str, users: list[str]) -> str:
+        first = block(users[0], RESPONSE_A_TAG) if users else None
+        second = block(users[0], RESPONSE_B_TAG) if users else None
+        if first is None or second is None:
+            return "I could not find two responses to compare."
+        a, b = rank_of(first, order), rank_of(second, order)
+        if a == b:
+            return verdict_json("TIE", "Both responses are equally good.")
+        return verdict_json("A" if a < b else "B", "It ranks higher.")
+
+    return decide
+
+
+def decide_from_config(config: dict[str, Any]) -> Decide | None:
+    """The policy a JSON config names ({"policy": "always"|"prefer"|"malformed", ...}), if any."""
+    policy = config.get("policy")
+    if policy is None and "ranking" in config:
+        policy = "prefer"
+    if policy is None:
+        return None
+    if policy == "always":
+        return always(str(config.get("winner", "A")))
+    if policy == "malformed":
+        return malformed(str(config.get("text", "No verdict here.")))
+    if policy == "prefer":
+        ranking = config.get("ranking", [])
+        return prefer(parse_ranking([ranking] if isinstance(ranking, str) else ranking))
+    raise ValueError(f"unknown fake policy {policy!r}")

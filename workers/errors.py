@@ -1,0 +1,47 @@
+"""What can go wrong when asking a judge, as exceptions the caller can act on.
+
+    JudgeError                  anything a judge call can raise on purpose
+    ├── TransientJudgeError     worth retrying later: rate limited (429), overloaded (529), 5xx,
+    │                           timeouts, connection errors. `retry_after` (seconds, capped) is
+    │                           the provider's hint when it gave one, else None.
+    ├── PermanentJudgeError     retrying cannot help: bad credentials, bad request, unknown model
+    │                           or provider, a missing SDK.
+    └── VerdictParseError       the judge answered, but neither its reply nor its reply to the
+                                reminder held a verdict. `raw` is the last reply, `replies` all of
+                                them. Record it as an error; never read it as a tie.
+
+Errors are never signalled with sentinel strings. Every class pickles with its fields, so they
+survive a trip through a job queue.
+"""
+from __future__ import annotations
+
+
+class JudgeError(Exception):
+    """Base of every error a judge raises on purpose."""
+
+
+class TransientJudgeError(JudgeError):
+    """The provider could not answer now; retry the match later (after `retry_after` if set)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.retry_after))
+
+
+class PermanentJudgeError(JudgeError):
+    """The request itself is wrong (credentials, model, provider); retrying repeats the failure."""
+
+
+class VerdictParseError(JudgeError):
+    """No verdict could be read from the judge's replies, even after the reminder."""
+
+    def __init__(self, message: str, raw: str = "", replies: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.replies = replies or ((raw,) if raw else ())
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.raw, self.replies))

@@ -1,0 +1,98 @@
+"""Choosing a judge from a "provider/model" spec, and keeping one per spec per worker process.
+
+`PROVIDERS` is a plain dict from provider name to a factory `(model, settings) -> Judge`; a new
+provider is one entry here and one module in `workers.providers`. Factories import their module
+(and so their SDK) only when called.
+
+The service never imports this module: it checks only the "provider/model" shape of a spec.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from service.config import Settings
+from workers.errors import PermanentJudgeError
+from workers.judge import Judge
+
+_PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+def _anthropic(model: str, settings: Settings) -> Judge:
+    from workers.providers.anthropic_judge import AnthropicJudge
+
+    return AnthropicJudge(model, settings)
+
+
+PROVIDERS: dict[str, Callable[[str, Settings], Judge]] = {
+    "anthropic": _anthropic,
+}
+
+
+def parse_judge_spec(spec: str) -> tuple[str, str]:
+    """A "provider/model" spec → (provider, model); the model may itself contain "/".
+
+    Raises ValueError naming what is wrong with the spec (TypeError if it is not a string).
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"judge spec must be a string like 'anthropic/<model>', not {spec!r}")
+    provider, slash, model = spec.partition("/")
+    if not slash:
+        raise ValueError(f"judge spec {spec!r} must look like 'provider/model'")
+    if not _PROVIDER.fullmatch(provider):
+        raise ValueError(f"judge spec {spec!r}: provider {provider!r} must be lower-case letters, digits, '_', '-' or '.'")
+    if not model or model != model.strip() or any(c.isspace() for c in model):
+        raise ValueError(f"judge spec {spec!r}: the model name must be non-empty without spaces")
+    return provider, model
+
+
+def is_known_judge(spec: str) -> bool:
+    """Whether `spec` is well formed and names a registered provider (imports no SDK)."""
+    try:
+        provider, _ = parse_judge_spec(spec)
+    except (ValueError, TypeError):
+        return False
+    return provider in PROVIDERS
+
+
+def build_judge(spec: str, settings: Settings) -> Judge:
+    """A new judge for `spec`; `PermanentJudgeError` for a malformed spec or unknown provider."""
+    try:
+        provider, model = parse_judge_spec(spec)
+    except (ValueError, TypeError) as exc:
+        raise PermanentJudgeError(str(exc)) from None
+    factory = PROVIDERS.get(provider)
+    if factory is None:
+        known = ", ".join(sorted(PROVIDERS))
+        raise PermanentJudgeError(f"unknown judge provider {provider!r} in {spec!r} (known: {known})")
+    return factory(model, settings)
+
+
+class JudgePool:
+    """One judge per spec, built on first use and kept for the life of a worker process.
+
+    Build one pool at worker start-up with the process's settings and pass it to the jobs;
+    `aclose()` on shutdown closes the judges' clients.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._judges: dict[str, Judge] = {}
+
+    def get(self, spec: str) -> Judge:
+        """The judge for `spec`, built once; raises like `build_judge`."""
+        judge = self._judges.get(spec)
+        if judge is None:
+            judge = self._judges[spec] = build_judge(spec, self.settings)
+        return judge
+
+    def __len__(self) -> int:
+        return len(self._judges)
+
+    async def aclose(self) -> None:
+        """Close every judge that holds a client (those with an `aclose` method)."""
+        judges, self._judges = list(self._judges.values()), {}
+        for judge in judges:
+            close = getattr(judge, "aclose", None)
+            if close is not None:
+                await close()
