@@ -1,0 +1,1 @@
+"""Everything that calls a judge: providers, prompts, verdict parsing, the RQ jobs."""
