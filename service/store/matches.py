@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -94,13 +94,28 @@ class Matches(Database):
             return int(found["id"]), False
 
     def resolve_match(self, match_id: int, judgement_id: int, outcome: Winner, consistent: bool) -> bool:
-        """Mark a match done with its judgement; False when it was already finished."""
+        """Mark a match done with its judgement; False when it was already finished.
+
+        The match gets the next `seq` (the order ratings replay) and is `counted` unless an
+        earlier match already counted this judgement for the same two submissions.
+        """
         m = s.matches
         now = self._clock()
         with self._write() as conn:
-            changed = conn.execute(
+            row = conn.execute(select(m.c.a_id, m.c.b_id, m.c.status).where(m.c.id == match_id)).first()
+            if row is None or row.status not in ACTIVE:
+                return False
+            seq = _next_seq(conn)
+            earlier = conn.execute(
+                select(m.c.id).where(
+                    m.c.judgement_id == judgement_id,
+                    m.c.counted.is_(True),
+                    or_(and_(m.c.a_id == row.a_id, m.c.b_id == row.b_id), and_(m.c.a_id == row.b_id, m.c.b_id == row.a_id)),
+                ).limit(1)
+            ).first()
+            conn.execute(
                 update(m)
-                .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
+                .where(m.c.id == match_id)
                 .values(
                     status="done",
                     judgement_id=judgement_id,
@@ -108,10 +123,17 @@ class Matches(Database):
                     consistent=consistent,
                     finished_at=now,
                     last_error=None,
+                    seq=seq,
+                    counted=earlier is None,
                 )
-            ).rowcount
+            )
             self._settle_tournament(conn, match_id, now)
-        return bool(changed)
+        return True
+
+    def revision(self) -> int:
+        """How many matches were ever resolved: any board built at this revision is current."""
+        with self._read() as conn:
+            return int(conn.execute(select(s.counters.c.value).where(s.counters.c.name == "resolved")).scalar_one())
 
     def fail_match(self, match_id: int, error: str, *, final: bool) -> None:
         """Record an error: `final` marks the match failed, otherwise it waits to be retried
@@ -161,3 +183,10 @@ def _judgement_view(row: Any) -> dict:
         "calls": json.loads(row.calls),
         "cost_usd": row.cost_usd,
     }
+
+
+def _next_seq(conn: Connection) -> int:
+    """Take the next resolve sequence number; the counter row serialises concurrent writers."""
+    c = s.counters
+    conn.execute(update(c).where(c.c.name == "resolved").values(value=c.c.value + 1))
+    return int(conn.execute(select(c.c.value).where(c.c.name == "resolved")).scalar_one())

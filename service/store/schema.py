@@ -17,9 +17,10 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import select, text, update
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -101,21 +102,78 @@ matches = Table(
     Column("enqueued_at", Float),
     Column("started_at", Float),
     Column("finished_at", Float),
+    # Stamped from the `resolved` counter when the match is resolved: the order ratings replay,
+    # and the cursor an incremental board reads from.
+    Column("seq", Integer),
+    # True for the first resolved match of its (judgement, pair of submissions): a judgement
+    # counts once however many tournaments include its pair.
+    Column("counted", Boolean, nullable=False, default=False),
     UniqueConstraint("tournament_id", "a_id", "b_id", name="uq_match_pair"),
 )
 Index("ix_matches_tournament_status", matches.c.tournament_id, matches.c.status)
 Index("ix_matches_status", matches.c.status)
-Index("ix_matches_judgement", matches.c.judgement_id)
+Index("ix_matches_judgement", matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
+Index("ix_matches_seq", matches.c.seq, unique=True)
+
+counters = Table(
+    "counters",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Integer, nullable=False),
+)
+
+scores = Table(
+    "scores",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("judge", String(255), nullable=False),
+    Column("criteria", String(64), nullable=False),
+    Column("total", Float, nullable=False),
+    Column("detail", Text, nullable=False, default="{}"),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("submission_id", "judge", "criteria", name="uq_score"),
+)
+Index("ix_scores_judge", scores.c.judge, scores.c.criteria)
 
 
 def migrate(conn: Connection) -> None:
-    """Create the schema when absent and record its version; refuse a newer database."""
-    metadata.create_all(conn)
+    """Create the schema when absent, upgrade an older one in place, refuse a newer one."""
+    metadata.create_all(conn)  # new tables (and every table of a new database)
     current = conn.execute(schema_version.select()).scalars().all()
-    if not current:
-        conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
-    elif max(current) > SCHEMA_VERSION:
+    version = max(current) if current else None
+    if version is not None and version > SCHEMA_VERSION:
         raise RuntimeError(
-            f"the database has schema version {max(current)}, newer than this joust "
+            f"the database has schema version {version}, newer than this joust "
             f"({SCHEMA_VERSION}); upgrade joust"
         )
+    if version == 1:
+        _upgrade_1_to_2(conn)
+    if version != SCHEMA_VERSION:
+        conn.execute(schema_version.delete())
+        conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
+    if conn.execute(select(counters.c.value).where(counters.c.name == "resolved")).first() is None:
+        conn.execute(counters.insert().values(name="resolved", value=0))
+
+
+def _upgrade_1_to_2(conn: Connection) -> None:
+    """Add matches.seq and matches.counted, stamped for the matches already resolved."""
+    conn.execute(text("ALTER TABLE matches ADD COLUMN seq INTEGER"))
+    conn.execute(text("ALTER TABLE matches ADD COLUMN counted BOOLEAN NOT NULL DEFAULT FALSE"))
+    conn.execute(text("DROP INDEX IF EXISTS ix_matches_judgement"))
+    # Plain SQL: an Index object built here would attach itself to the table's metadata.
+    conn.execute(text("CREATE INDEX ix_matches_judgement ON matches (judgement_id, a_id, b_id)"))
+    conn.execute(text("CREATE UNIQUE INDEX ix_matches_seq ON matches (seq)"))
+    done = conn.execute(
+        select(matches.c.id, matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
+        .where(matches.c.status == "done")
+        .order_by(matches.c.judgement_id, matches.c.id)
+    ).all()
+    seen: set[tuple[int, int, int]] = set()
+    for seq, row in enumerate(done, start=1):
+        pair = (row.judgement_id, min(row.a_id, row.b_id), max(row.a_id, row.b_id))
+        conn.execute(
+            update(matches).where(matches.c.id == row.id).values(seq=seq, counted=pair not in seen)
+        )
+        seen.add(pair)
+    conn.execute(counters.insert().values(name="resolved", value=len(done)))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
 from leaderboard.players import SideRow
 from leaderboard.types import Winner
@@ -58,18 +58,22 @@ class Views(Database):
             for r in rows
         ]
 
-    def side_rows(self, *, tournament_id: int | None = None, judge: str | None = None) -> list[SideRow]:
-        """One row per (judgement, pair of submissions), in judgement order, for the ratings.
+    def side_rows(
+        self, *, tournament_id: int | None = None, judge: str | None = None, after_seq: int = 0
+    ) -> list[SideRow]:
+        """One row per (judgement, pair of submissions), in resolve order, for the ratings.
 
         A judgement reached by several matches (several tournaments, nightly re-runs) counts once
-        for the same two submissions.
+        for the same two submissions: overall, the match flagged `counted`; within a tournament
+        (and its runs), its first match there. `after_seq` reads only what was resolved since.
         """
+        if tournament_id is not None and after_seq:
+            raise ValueError("after_seq reads the overall board only: a tournament's rows dedupe over all its runs")
         m, j, t = s.matches, s.judgements, s.tournaments
         sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
         query = (
             select(
                 m.c.judgement_id,
-                func.min(m.c.id).label("first_match"),
                 m.c.a_id,
                 m.c.b_id,
                 m.c.outcome,
@@ -79,30 +83,28 @@ class Views(Database):
                 sb.c.scenario.label("b_scenario"),
                 sa.c.question_id,
             )
-            .join(j, j.c.id == m.c.judgement_id)
             .join(sa, sa.c.id == m.c.a_id)
             .join(sb, sb.c.id == m.c.b_id)
-            .where(m.c.status == "done")
-            .group_by(m.c.judgement_id, m.c.a_id, m.c.b_id, m.c.outcome, sa.c.model, sa.c.scenario,
-                      sb.c.model, sb.c.scenario, sa.c.question_id)
-            .order_by(m.c.judgement_id, "first_match")
+            .where(m.c.status == "done", m.c.seq > after_seq)
+            .order_by(m.c.seq)
         )
-        if tournament_id is not None:
+        if tournament_id is None:
+            query = query.where(m.c.counted.is_(True))
+        else:
             runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
             query = query.where(m.c.tournament_id.in_(runs))
         if judge is not None:
-            query = query.where(j.c.judge == judge)
+            query = query.join(j, j.c.id == m.c.judgement_id).where(j.c.judge == judge)
         seen: set[tuple[int, int, int]] = set()
         rows: list[SideRow] = []
         with self._read() as conn:
             for r in conn.execute(query):
-                pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
-                if pair in seen:
-                    continue
-                seen.add(pair)
-                rows.append(
-                    SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id)
-                )
+                if tournament_id is not None:
+                    pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
+                    if pair in seen:
+                        continue
+                    seen.add(pair)
+                rows.append(SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id))
         return rows
 
 
