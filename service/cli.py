@@ -1,16 +1,23 @@
 """The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
-run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines)."""
+run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines);
+`import` and `export` move judgements and boards in and out of the store (no Redis needed)."""
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from .config import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from .importers import ImportSummary
+    from .store import Store
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -97,6 +104,112 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     return 0 if alive else 1
 
 
+def _open_store(settings: Settings) -> Store:
+    from .store import Store
+
+    if not settings.database_url:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return Store(settings.resolved_database_url)
+
+
+def _import_one(args: argparse.Namespace, store: Store) -> ImportSummary:
+    from .importers.alpaca import load_annotations, load_outputs
+    from .importers.battles import load_battles
+    from .importers.cqa import load_cqa
+
+    path = Path(args.path)
+    if args.kind == "battles":
+        return load_battles(store, path, judge=args.judge, fmt=args.format)
+    if args.kind == "alpaca-outputs":
+        return load_outputs(store, path, scenario=args.scenario)
+    if args.kind == "alpaca-annotations":
+        return load_annotations(store, path, scenario=args.scenario)
+    return load_cqa(store, path)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Load a file into the store in one transaction and print a one-line summary."""
+    from .importers import ImportFailed
+
+    store = _open_store(_settings(args))
+    try:
+        print(_import_one(args, store).line())
+    except ImportFailed as exc:
+        print(f"joust import: {exc}; nothing was stored", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write judgements or a board as CSV or JSONL, to stdout or -o FILE."""
+    from . import exporters
+    from .store import NotFound
+
+    settings = _settings(args)
+    store = _open_store(settings)
+    try:
+        if args.what == "judgements":
+            rows = exporters.judgement_rows(store, tournament_id=args.tournament, judge=args.judge)
+            write = exporters.write_judgements
+        else:
+            rows = exporters.board_rows(store, exporters.LEVELS[args.by], k=settings.elo_k,
+                                        tournament_id=args.tournament, judge=args.judge)
+            write = exporters.write_board
+    except NotFound as exc:
+        print(f"joust export: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    if args.output in (None, "-"):
+        try:
+            write(rows, args.format, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `joust export ... | head`: the reader took what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    else:
+        with open(args.output, "w", encoding="utf-8", newline="") as out:
+            write(rows, args.format, out)
+    return 0
+
+
+def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imp = sub.add_parser("import", help="load battles, AlpacaEval or Comparative-QA files into the store")
+    kinds = imp.add_subparsers(dest="kind", required=True)
+    battles = kinds.add_parser("battles", help="model_a, model_b, winner (Chatbot Arena) or left, right, winner "
+                                               "(LLMFAO) as CSV, JSON or JSONL")
+    battles.add_argument("path", metavar="FILE")
+    battles.add_argument("--judge", default=None, help="judge name, filed as import/NAME (default: the file name)")
+    battles.add_argument("--format", choices=["csv", "tsv", "json", "jsonl"], default=None,
+                         help="default: from the file extension")
+    for kind, what in (("alpaca-outputs", "an AlpacaEval model_outputs.json"),
+                       ("alpaca-annotations", "an AlpacaEval annotations.json")):
+        parser = kinds.add_parser(kind, help=what)
+        parser.add_argument("path", metavar="FILE")
+        parser.add_argument("--scenario", default="default", help="scenario of the outputs (default: default)")
+    cqa = kinds.add_parser("cqa", help="a cqa_evaluation directory: summaries, rubric scores, derived judgements")
+    cqa.add_argument("path", metavar="DIR")
+    for parser in kinds.choices.values():
+        parser.add_argument("--data-dir", default=None)
+        parser.set_defaults(func=cmd_import)
+
+
+def _add_export_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    exp = sub.add_parser("export", help="write judgements or a leaderboard as CSV or JSONL")
+    whats = exp.add_subparsers(dest="what", required=True)
+    judgements = whats.add_parser("judgements", help="one row per counted judgement, in resolve order")
+    board = whats.add_parser("board", help="the leaderboard rows, best first")
+    board.add_argument("--by", choices=["model", "scenario", "model+scenario", "system"], default="model")
+    for parser in (judgements, board):
+        parser.add_argument("--tournament", type=int, default=None, help="only this tournament and its runs")
+        parser.add_argument("--judge", default=None, metavar="SPEC", help="only this judge")
+        parser.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+        parser.add_argument("-o", "--output", default=None, help="file to write (default: stdout)")
+        parser.add_argument("--data-dir", default=None)
+        parser.set_defaults(func=cmd_export)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line, one sub-command per role."""
     parser = argparse.ArgumentParser(prog="joust", description=__doc__)
@@ -128,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     health = sub.add_parser("healthcheck", help="exit 0 when this host's worker or scheduler is alive")
     health.add_argument("role", choices=["worker", "scheduler"])
     health.set_defaults(func=cmd_healthcheck)
+
+    _add_import_parsers(sub)
+    _add_export_parsers(sub)
     return parser
 
 

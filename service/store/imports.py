@@ -1,0 +1,392 @@
+"""Bulk imports: submissions, keyed judgements with their matches already resolved, rubric scores.
+
+An import is one transaction (`Imports.importing()`), so a file that turns out bad half-way stores
+nothing. Everything goes in with `executemany`, never a statement per row: LLMFAO's 8,931 votes
+or the 65,000 rubric-derived judgements of Comparative-QA load in seconds.
+
+Imported judgements get what a worker's judgement gets: a key (so re-importing is a no-op), a
+tournament (mode "import", status done), and one match each, stamped with `seq` from the
+`resolved` counter (a block reserved in the same transaction) and `counted` as `resolve_match`
+stamps it. A file may hold several verdicts on the same two submissions (LLMFAO: up to five
+crowd workers per pair), but a tournament holds one match per ordered pair, so the k-th repeat
+goes to the k-th "layer": a child tournament of the import (parent_id), which every
+tournament-scoped read already includes.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.engine import Connection
+
+from leaderboard.keys import content_hash
+from leaderboard.types import Winner
+
+from . import schema as s
+from .base import Conflict, Database, NewSubmission, NotFound
+
+CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
+TEMPLATE_VERSION = "import"
+SCORE_GROUPS = ("model", "scenario", "question_id")
+
+
+class BatchConflict(Conflict):
+    """Item `index` of a batch clashes with what is stored (or with an earlier item)."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass(frozen=True)
+class ImportedJudgement:
+    """A verdict from a file: `outcome` is relative to a; `calls` as a worker records them."""
+
+    key: str
+    a_id: int
+    b_id: int
+    outcome: Winner
+    calls: list[dict]
+    consistent: bool = True
+
+
+@dataclass(frozen=True)
+class NewScore:
+    """One judge's rubric score of one submission; `detail` holds the per-criterion values.
+
+    When the same judge scored the same submission several times (repeated human ratings),
+    `detail["evaluations"]` lists each evaluation's total and `total` is their mean; the
+    statistics count every evaluation.
+    """
+
+    submission_id: int
+    judge: str
+    criteria: str
+    total: float
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgementImport:
+    """What one `add_judgements` stored: the tournament (None when nothing was new) and counts."""
+
+    tournament_id: int | None
+    created: int
+    existing: int
+    layers: list[int] = field(default_factory=list)
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start:start + CHUNK]
+
+
+class ImportSession:
+    """The writes of one import, inside one open transaction."""
+
+    def __init__(self, conn: Connection, now: float) -> None:
+        self.conn = conn
+        self.now = now
+
+    # ---- submissions ------------------------------------------------------------------
+
+    def _stored(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[int, str, str]]:
+        """(question_id, model, scenario) -> (id, question_hash, output_hash) for stored keys."""
+        t = s.submissions
+        wanted = set(keys)
+        found: dict[tuple[str, str, str], tuple[int, str, str]] = {}
+        for qids in _chunks(sorted({k[0] for k in wanted})):
+            rows = self.conn.execute(
+                select(t.c.id, t.c.question_id, t.c.model, t.c.scenario, t.c.question_hash, t.c.output_hash)
+                .where(t.c.question_id.in_(qids))
+            )
+            for r in rows:
+                key = (r.question_id, r.model, r.scenario)
+                if key in wanted:
+                    found[key] = (r.id, r.question_hash, r.output_hash)
+        return found
+
+    def add_submissions(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
+        """(id, created) per item, with `add_submissions`' rule: same content, same id; a
+        different question or output under a stored key raises BatchConflict (naming the item)."""
+        keys = [(i.question_id, i.model, i.scenario) for i in items]
+        hashes = [(content_hash(i.question), content_hash(i.output)) for i in items]
+        stored = self._stored(keys)
+        fresh: dict[tuple[str, str, str], int] = {}  # key -> index of the item that creates it
+        rows: list[dict] = []
+        for index, (item, key, (q_hash, o_hash)) in enumerate(zip(items, keys, hashes)):
+            if key in stored:
+                known = stored[key][1:]
+            elif key in fresh:
+                known = hashes[fresh[key]]
+            else:
+                fresh[key] = index
+                rows.append(_submission_row(item, q_hash, o_hash, self.now))
+                continue
+            if known != (q_hash, o_hash):
+                what = "question" if known[0] != q_hash else "output"
+                where = f"submission {stored[key][0]}" if key in stored else f"item {fresh[key] + 1} of this import"
+                raise BatchConflict(
+                    index,
+                    f"{where} (question_id={key[0]!r}, model={key[1]!r}, scenario={key[2]!r}) "
+                    f"already holds a different {what}",
+                )
+        if rows:
+            self.conn.execute(s.submissions.insert(), rows)
+            stored.update(self._stored(fresh))
+        return [(stored[key][0], fresh.get(key) == index) for index, key in enumerate(keys)]
+
+    # ---- scores -----------------------------------------------------------------------
+
+    def add_scores(self, rows: Sequence[NewScore]) -> tuple[int, int]:
+        """Store scores once per (submission, judge, criteria): (created, existing). The same
+        value again is a no-op; a different one raises BatchConflict."""
+        sc = s.scores
+        stored: dict[tuple[int, str, str], tuple[float, str]] = {}
+        for ids in _chunks(sorted({r.submission_id for r in rows})):
+            for r in self.conn.execute(
+                select(sc.c.submission_id, sc.c.judge, sc.c.criteria, sc.c.total, sc.c.detail)
+                .where(sc.c.submission_id.in_(ids))
+            ):
+                stored[(r.submission_id, r.judge, r.criteria)] = (r.total, r.detail)
+        new: list[dict] = []
+        for index, row in enumerate(rows):
+            key = (row.submission_id, row.judge, row.criteria)
+            value = (float(row.total), json.dumps(row.detail, sort_keys=True))
+            if key in stored:
+                if stored[key] != value:
+                    raise BatchConflict(index, f"submission {key[0]} already has a different {key[1]} "
+                                               f"{key[2]} score ({stored[key][0]} vs {value[0]})")
+                continue
+            stored[key] = value
+            new.append({"submission_id": key[0], "judge": key[1], "criteria": key[2], "total": value[0],
+                        "detail": value[1], "created_at": self.now})
+        if new:
+            self.conn.execute(sc.insert(), new)
+        return len(new), len(rows) - len(new)
+
+    # ---- judgements -------------------------------------------------------------------
+
+    def add_judgements(
+        self, *, name: str, source: str, judge: str, criteria: str, rows: Sequence[ImportedJudgement],
+        spec: dict | None = None,
+    ) -> JudgementImport:
+        """Store the judgements whose keys are new, in order, each with one resolved match of a
+        new import tournament (repeats of an ordered pair in child layers)."""
+        known = self._known_keys([r.key for r in rows])
+        new: list[ImportedJudgement] = []
+        for row in rows:
+            if row.key not in known:
+                known.add(row.key)
+                new.append(row)
+        if not new:
+            return JudgementImport(None, 0, len(rows))
+        base_spec = {"mode": "import", "source": source, "judge": judge, "criteria": criteria, **(spec or {})}
+        judgement_ids = self._insert_judgements(judge, criteria, new)
+        layer_of = _layers(new)
+        tournaments = [self._tournament(name, base_spec, None)]
+        for layer in range(1, max(layer_of) + 1):
+            tournaments.append(self._tournament(f"{name} [layer {layer + 1}]", {**base_spec, "layer": layer + 1},
+                                                tournaments[0]))
+        first_seq = self._reserve_seq(len(new))
+        self.conn.execute(s.matches.insert(), [
+            {"tournament_id": tournaments[layer], "a_id": row.a_id, "b_id": row.b_id, "status": "done",
+             "attempts": 0, "judgement_id": jid, "outcome": row.outcome.value, "consistent": row.consistent,
+             "enqueued_at": self.now, "started_at": self.now, "finished_at": self.now,
+             # A judgement created by this import has no earlier match, so its one match counts.
+             "seq": first_seq + offset, "counted": True}
+            for offset, (row, jid, layer) in enumerate(zip(new, judgement_ids, layer_of))
+        ])
+        return JudgementImport(tournaments[0], len(new), len(rows) - len(new), tournaments[1:])
+
+    def _known_keys(self, keys: Sequence[str]) -> set[str]:
+        j = s.judgements
+        known: set[str] = set()
+        for chunk in _chunks(sorted(set(keys))):
+            known.update(self.conn.execute(select(j.c.key).where(j.c.key.in_(chunk))).scalars())
+        return known
+
+    def _output_hashes(self, ids: Iterable[int]) -> dict[int, str]:
+        t = s.submissions
+        found: dict[int, str] = {}
+        for chunk in _chunks(sorted(set(ids))):
+            rows = self.conn.execute(select(t.c.id, t.c.output_hash).where(t.c.id.in_(chunk)))
+            found.update((r.id, r.output_hash) for r in rows)
+        return found
+
+    def _insert_judgements(self, judge: str, criteria: str, rows: Sequence[ImportedJudgement]) -> list[int]:
+        """Insert in one executemany; the ids come back by key."""
+        j = s.judgements
+        hashes = self._output_hashes(r.a_id for r in rows)
+        missing = sorted({r.a_id for r in rows} - hashes.keys())
+        if missing:
+            raise ValueError(f"judgements name submissions that do not exist: {missing[:5]}")
+        for r in rows:
+            if r.a_id == r.b_id:
+                raise ValueError(f"judgement {r.key} compares submission {r.a_id} with itself")
+        self.conn.execute(j.insert(), [
+            {"key": r.key, "judge": judge, "criteria": criteria, "template_version": TEMPLATE_VERSION,
+             "a_id": r.a_id, "b_id": r.b_id, "a_hash": hashes[r.a_id], "outcome": r.outcome.value,
+             "consistent": r.consistent, "calls": json.dumps(r.calls), "input_tokens": 0, "output_tokens": 0,
+             "cost_usd": 0.0, "created_at": self.now}
+            for r in rows
+        ])
+        ids: dict[str, int] = {}
+        for chunk in _chunks([r.key for r in rows]):
+            found = self.conn.execute(select(j.c.key, j.c.id).where(j.c.key.in_(chunk)))
+            ids.update((r.key, r.id) for r in found)
+        return [ids[r.key] for r in rows]
+
+    def _tournament(self, name: str, spec: dict, parent_id: int | None) -> int:
+        inserted = self.conn.execute(s.tournaments.insert().values(
+            name=name[:255], spec=json.dumps(spec, sort_keys=True), status="done", created_at=self.now,
+            started_at=self.now, finished_at=self.now, parent_id=parent_id,
+        )).inserted_primary_key
+        assert inserted is not None
+        return int(inserted[0])
+
+    def _reserve_seq(self, n: int) -> int:
+        """Take n consecutive resolve sequence numbers at once; returns the first."""
+        c = s.counters
+        self.conn.execute(update(c).where(c.c.name == "resolved").values(value=c.c.value + n))
+        last = int(self.conn.execute(select(c.c.value).where(c.c.name == "resolved")).scalar_one())
+        return last - n + 1
+
+
+def _submission_row(item: NewSubmission, q_hash: str, o_hash: str, now: float) -> dict:
+    return {"question_id": item.question_id, "question": item.question, "model": item.model,
+            "scenario": item.scenario, "output": item.output, "output_hash": o_hash, "question_hash": q_hash,
+            "metadata": json.dumps(item.metadata, sort_keys=True), "created_at": now}
+
+
+def _layers(rows: Sequence[ImportedJudgement]) -> list[int]:
+    """The layer of each row: how many earlier rows hold the same ordered pair."""
+    seen: dict[tuple[int, int], int] = defaultdict(int)
+    layers = []
+    for r in rows:
+        layers.append(seen[(r.a_id, r.b_id)])
+        seen[(r.a_id, r.b_id)] += 1
+    return layers
+
+
+class Imports(Database):
+    """Bulk, transactional imports of submissions, judgements and scores; score statistics."""
+
+    @contextmanager
+    def importing(self) -> Iterator[ImportSession]:
+        """One write transaction for a whole import: an exception inside stores nothing."""
+        with self._write() as conn:
+            yield ImportSession(conn, self._clock())
+
+    def add_submissions_bulk(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
+        """`add_submissions` for large batches (executemany); raises BatchConflict."""
+        with self.importing() as session:
+            return session.add_submissions(items)
+
+    def add_scores(self, rows: Sequence[NewScore]) -> tuple[int, int]:
+        """Store rubric scores: (created, existing); raises BatchConflict on a different value."""
+        with self.importing() as session:
+            return session.add_scores(rows)
+
+    def import_judgements(
+        self, *, name: str, source: str, judge: str, criteria: str, rows: Sequence[ImportedJudgement],
+        spec: dict | None = None,
+    ) -> JudgementImport:
+        """Store imported judgements with their resolved matches in one new tournament."""
+        with self.importing() as session:
+            return session.add_judgements(name=name, source=source, judge=judge, criteria=criteria, rows=rows,
+                                          spec=spec)
+
+    def score_means(
+        self, judge: str, criteria: str, by: Sequence[str] = ("model", "scenario")
+    ) -> list[dict]:
+        """Mean, standard deviation (ddof=1, as pandas; NaN for one value) and n of a judge's
+        scores per group of submissions, groups in sorted order."""
+        unknown = set(by) - set(SCORE_GROUPS)
+        if unknown:
+            raise ValueError(f"score_means groups by {SCORE_GROUPS}, not {sorted(unknown)}")
+        sc, t = s.scores, s.submissions
+        query = (
+            select(t.c.model, t.c.scenario, t.c.question_id, sc.c.total, sc.c.detail)
+            .join(t, t.c.id == sc.c.submission_id)
+            .where(and_(sc.c.judge == judge, sc.c.criteria == criteria))
+        )
+        groups: dict[tuple, list[float]] = defaultdict(list)
+        with self._read() as conn:
+            for r in conn.execute(query):
+                groups[tuple(getattr(r, name) for name in by)].extend(_evaluations(r.total, r.detail))
+        return [
+            {**dict(zip(by, key)), "mean": statistics.fmean(values),
+             "std": statistics.stdev(values) if len(values) > 1 else math.nan, "n": len(values)}
+            for key, values in sorted(groups.items())
+        ]
+
+
+    def export_judgements(self, *, tournament_id: int | None = None, judge: str | None = None) -> list[dict]:
+        """One row per judgement and pair of submissions, in resolve order, oriented to its
+        match: the rows the leaderboard counts (overall: the `counted` match; for a tournament
+        and its runs or layers: its first match there), with both sides' models and scenarios."""
+        m, j, t = s.matches, s.judgements, s.tournaments
+        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
+        query = (
+            select(
+                m.c.id.label("match_id"), m.c.tournament_id, m.c.seq, m.c.a_id, m.c.b_id, m.c.outcome,
+                m.c.consistent, j.c.id.label("judgement_id"), j.c.judge, j.c.criteria, j.c.template_version,
+                j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"), j.c.a_hash, j.c.calls, j.c.input_tokens,
+                j.c.output_tokens, j.c.cost_usd, j.c.created_at, sa.c.question_id,
+                sa.c.output_hash.label("a_output_hash"), sa.c.model.label("model_a"),
+                sa.c.scenario.label("scenario_a"), sb.c.model.label("model_b"), sb.c.scenario.label("scenario_b"),
+            )
+            .join(j, j.c.id == m.c.judgement_id)
+            .join(sa, sa.c.id == m.c.a_id)
+            .join(sb, sb.c.id == m.c.b_id)
+            .where(m.c.status == "done")
+            .order_by(m.c.seq)
+        )
+        if judge is not None:
+            query = query.where(j.c.judge == judge)
+        with self._read() as conn:
+            if tournament_id is None:
+                query = query.where(m.c.counted.is_(True))
+            else:
+                if conn.execute(select(t.c.id).where(t.c.id == tournament_id)).first() is None:
+                    raise NotFound(f"no tournament {tournament_id}")
+                runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+                query = query.where(m.c.tournament_id.in_(runs))
+            rows = conn.execute(query).all()
+        seen: set[tuple[int, int, int]] = set()
+        out: list[dict] = []
+        for r in rows:
+            pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            out.append(_export_row(r))
+        return out
+
+
+def _export_row(r: Any) -> dict:
+    same_side = r.a_hash == r.a_output_hash
+    relabel = {r.judged_a: r.a_id, r.judged_b: r.b_id} if same_side else {r.judged_a: r.b_id, r.judged_b: r.a_id}
+    calls = [{**call, "first": relabel.get(call.get("first"), call.get("first"))} for call in json.loads(r.calls)]
+    return {
+        "judgement_id": r.judgement_id, "match_id": r.match_id, "tournament_id": r.tournament_id, "seq": r.seq,
+        "question_id": r.question_id, "a_id": r.a_id, "model_a": r.model_a, "scenario_a": r.scenario_a,
+        "b_id": r.b_id, "model_b": r.model_b, "scenario_b": r.scenario_b, "outcome": r.outcome,
+        "consistent": bool(r.consistent), "judge": r.judge, "criteria": r.criteria,
+        "template_version": r.template_version, "calls": calls, "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens, "cost_usd": r.cost_usd, "created_at": r.created_at,
+    }
+
+
+def _evaluations(total: float, detail: str) -> list[float]:
+    """The totals a score row stands for: each evaluation when several, else its total."""
+    evaluations = json.loads(detail).get("evaluations") if detail else None
+    return [float(e["total"]) for e in evaluations] if evaluations else [float(total)]

@@ -1,0 +1,225 @@
+"""`joust import battles`: LLMFAO crowd votes reproduce evalica's golden Elo and Bradley-Terry
+through the store (so the import keeps every verdict, its sides and its order); Arena-style JSON
+imports; bad files store nothing and name their line; importing again adds nothing."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from leaderboard.keys import content_hash
+from leaderboard.players import battles_at_level
+from leaderboard.ratings import bradley_terry, online_elo
+from leaderboard.types import Level, Pair, Winner
+from service.cli import main
+from service.importers.battles import PLACEHOLDER
+from service.store import NewJudgement, NewSubmission, Store
+from service.store.imports import BatchConflict, ImportedJudgement
+from tests.conftest import SHARED_DATA
+
+LLMFAO = SHARED_DATA / "llmfao"
+CROWD = LLMFAO / "crowd-comparisons.csv"
+GOLDEN = LLMFAO / "evalica_golden" / "llmfao-golden.csv"
+
+
+@pytest.fixture(autouse=True)
+def _sqlite_in_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads the environment: make it use the SQLite file in --data-dir."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("JOUST_DATA_DIR", raising=False)
+
+
+def joust(data_dir: Path, *args: str) -> int:
+    return main([*args, "--data-dir", str(data_dir)])
+
+
+def open_store(data_dir: Path) -> Store:
+    return Store(f"sqlite:///{data_dir / 'joust.db'}")
+
+
+def needs(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"shared data missing: {path}")
+
+
+def golden(algorithm: str) -> dict[str, float]:
+    with GOLDEN.open() as fh:
+        return {r["item"]: float(r["score"]) for r in csv.DictReader(fh) if r["algorithm"] == algorithm}
+
+
+def test_llmfao_crowd_votes_reproduce_the_golden_scores(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    needs(CROWD)
+    needs(GOLDEN)
+    assert joust(tmp_path, "import", "battles", str(CROWD)) == 0
+    assert "judgements 8931 new, 0 existing" in capsys.readouterr().out
+    store = open_store(tmp_path)
+    rows = store.side_rows(judge="import/crowd-comparisons")
+    assert len(rows) == 8931
+    battles = battles_at_level(rows, Level.MODEL)
+    elo = online_elo(battles, k=4.0)
+    expected_elo = golden("elo")
+    assert set(elo) == set(expected_elo)
+    assert max(abs(elo[m] - v) for m, v in expected_elo.items()) < 1e-6
+    strengths = {m: 10 ** ((r - 1000.0) / 400.0) for m, r in bradley_terry(battles, ridge=0.0).items()}
+    total = sum(strengths.values())
+    for model, score in golden("bradley_terry").items():
+        assert strengths[model] / total == pytest.approx(score, rel=1e-4), model
+    store.close()
+
+
+def test_llmfao_positions_and_tournament(tmp_path: Path) -> None:
+    """Side a is the model shown on the left and the call says so; the five votes a pair can
+    get spread over the import tournament and its layers, which the tournament board includes."""
+    needs(CROWD)
+    assert joust(tmp_path, "import", "battles", str(CROWD), "--judge", "crowd") == 0
+    store = open_store(tmp_path)
+    with CROWD.open() as fh:
+        file_rows = list(csv.DictReader(fh))
+    exported = store.export_judgements(judge="import/crowd")
+    assert len(exported) == len(file_rows)
+    for row, out in zip(file_rows, exported):
+        assert (out["model_a"], out["model_b"], out["question_id"]) == (row["left"], row["right"], row["prompt"])
+        assert out["outcome"] == {"left": "A", "right": "B", "tie": "TIE"}[row["winner"]]
+        assert out["calls"][0]["first"] == out["a_id"]
+        assert out["calls"][0]["fields"]["worker"] == row["worker"]
+    tournament = store.list_tournaments()[-1]  # newest first: the import, then its layers
+    assert tournament["spec"] == {"mode": "import", "source": "crowd-comparisons.csv", "judge": "import/crowd",
+                                  "criteria": "overall"}
+    assert tournament["status"] == "done"
+    view = store.get_tournament(tournament["id"])
+    assert len(view["runs"]) == 4  # up to five votes on one ordered pair
+    assert len(store.side_rows(tournament_id=tournament["id"])) == 8931
+    assert store.revision() == 8931
+    assert {s["output"] for s in store.list_submissions(limit=1000)} == {PLACEHOLDER}
+    store.close()
+
+
+def test_reimport_adds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "arena.json"
+    path.write_text(json.dumps(ARENA))
+    assert joust(tmp_path, "import", "battles", str(path)) == 0
+    store = open_store(tmp_path)
+    before = (store.revision(), len(store.list_tournaments()), len(store.list_submissions()))
+    capsys.readouterr()
+    assert joust(tmp_path, "import", "battles", str(path)) == 0
+    assert "judgements 0 new, 4 existing" in capsys.readouterr().out
+    assert (store.revision(), len(store.list_tournaments()), len(store.list_submissions())) == before
+    store.close()
+
+
+ARENA = [
+    {"question_id": "q1", "model_a": "vicuna-13b", "model_b": "alpaca-13b", "winner": "model_a", "judge": "u1",
+     "turn": 1, "conversation_a": [{"role": "user", "content": "hi"}]},
+    {"question_id": "q1", "model_a": "alpaca-13b", "model_b": "koala-13b", "winner": "tie (bothbad)", "judge": "u2"},
+    {"question_id": "q2", "model_a": "koala-13b", "model_b": "vicuna-13b", "winner": "model_b", "judge": "u1"},
+    {"question_id": "q2", "model_a": "vicuna-13b", "model_b": "koala-13b", "winner": "tie", "judge": "u3"},
+]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_arena_style_json_imports(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"battles.{fmt}"
+    text = json.dumps(ARENA, indent=1) if fmt == "json" else "\n".join(json.dumps(r) for r in ARENA) + "\n"
+    path.write_text(text)
+    assert joust(tmp_path, "import", "battles", str(path)) == 0
+    store = open_store(tmp_path)
+    rows = store.side_rows(judge="import/battles")
+    assert [(r.a_model, r.b_model, r.winner, r.question_id) for r in rows] == [
+        ("vicuna-13b", "alpaca-13b", Winner.A, "q1"),
+        ("alpaca-13b", "koala-13b", Winner.TIE, "q1"),
+        ("koala-13b", "vicuna-13b", Winner.B, "q2"),
+        ("vicuna-13b", "koala-13b", Winner.TIE, "q2"),
+    ]
+    calls = [r["calls"][0] for r in store.export_judgements()]
+    assert [c["first"] for c in calls] == [None] * 4  # Arena files do not say who was shown first
+    assert calls[1]["raw"] == "tie (bothbad)"
+    assert calls[0]["fields"] == {"question_id": "q1", "judge": "u1", "turn": 1}  # no conversations
+    assert len(store.list_submissions()) == 5  # (q1: 3 models) + (q2: 2 models)
+    store.close()
+
+
+def test_rows_without_question_ids_are_their_own_questions(tmp_path: Path) -> None:
+    path = tmp_path / "votes.csv"
+    path.write_text("model_a,model_b,winner\nm1,m2,model_a\nm1,m2,model_b\n")
+    assert joust(tmp_path, "import", "battles", str(path)) == 0
+    store = open_store(tmp_path)
+    assert [r.question_id for r in store.side_rows()] == ["votes:2", "votes:3"]
+    store.close()
+
+
+BAD_FILES = {
+    "missing-column.csv": ("model_a,model_b,result\nm1,m2,model_a\n", 1, "missing column 'winner'"),
+    "unknown-winner.csv": ("model_a,model_b,winner\nm1,m2,model_a\nm1,m2,both\n", 3, "unknown winner 'both'"),
+    "short-row.csv": ("model_a,model_b,winner\nm1,m2\n", 2, "expected 3 fields"),
+    "same-model.csv": ("model_a,model_b,winner\nm1,m2,tie\nm1,m1,tie\n", 3, "both sides"),
+    "broken.json": ('[\n {"model_a": "m1", "model_b": "m2", "winner": "tie"},\n {"model_a": "m1",\n]\n', 4,
+                    "broken JSON"),
+    "broken.jsonl": ('{"model_a": "m1", "model_b": "m2", "winner": "tie"}\n{"model_a": \n', 2, "broken JSON"),
+    "missing-side.json": (('[{"model_a": "m1", "model_b": "m2", "winner": "tie"},\n {"model_a": "m1", '
+                           '"winner": "tie"}]'), 2, "missing the two sides"),
+    "not-objects.json": ('[["m1", "m2", "tie"]]', 1, "expected a JSON object"),
+    "prompt-clash.csv": ("question_id,prompt,model_a,model_b,winner\nq,Hi?,m1,m2,tie\nq,Bye?,m1,m3,tie\n", 3,
+                         "different question"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_files_name_the_line_and_store_nothing(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture
+) -> None:
+    text, line, message = BAD_FILES[name]
+    path = tmp_path / name
+    path.write_text(text)
+    assert joust(tmp_path, "import", "battles", str(path)) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}: " in err and message in err, err
+    store = open_store(tmp_path)
+    assert (store.list_submissions(), store.list_tournaments(), store.revision()) == ([], [], 0)
+    store.close()
+
+
+def test_unknown_extension_needs_a_format(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "battles.txt"
+    path.write_text("model_a,model_b,winner\nm1,m2,model_b\n")
+    assert joust(tmp_path, "import", "battles", str(path)) == 2
+    assert "--format" in capsys.readouterr().err
+    assert joust(tmp_path, "import", "battles", str(path), "--format", "csv") == 0
+
+
+def test_import_judgements_stamps_seq_and_layers(store: Store) -> None:
+    """Store level: imported matches take the next block of `seq` after a worker's, count once,
+    put a repeated ordered pair in a layer, and skip keys already stored."""
+    (a, _), (b, _), (c, _) = store.add_submissions_bulk(
+        [NewSubmission("q", "Q?", m, "default", f"out {m}") for m in ("m1", "m2", "m3")])
+    tid = store.create_tournament("live", {"judge": "anthropic/x"}, [Pair(a, b)])
+    jid, _ = store.save_judgement(NewJudgement("k0", "anthropic/x", "overall", "t", a, b, content_hash("out m1"),
+                                               Winner.A, True, [{"first": a, "winner": "A"}]))
+    assert store.resolve_match(store.pending_matches(tid)[0], jid, Winner.A, True)
+    rows = [ImportedJudgement("k1", a, b, Winner.B, [{"first": None, "winner": "B"}]),
+            ImportedJudgement("k0", a, b, Winner.A, []),  # already stored by the worker: skipped
+            ImportedJudgement("k2", a, b, Winner.TIE, [{"first": a, "winner": "TIE"}]),
+            ImportedJudgement("k3", b, c, Winner.A, [{"first": b, "winner": "A"}])]
+    result = store.import_judgements(name="file", source="f.csv", judge="import/f", criteria="overall", rows=rows)
+    assert (result.created, result.existing, len(result.layers)) == (3, 1, 1)
+    assert store.revision() == 4
+    exported = store.export_judgements(judge="import/f")
+    assert [(r["seq"], r["outcome"], r["tournament_id"]) for r in exported] == [
+        (2, "B", result.tournament_id), (3, "TIE", result.layers[0]), (4, "A", result.tournament_id)]
+    assert store.get_tournament(result.tournament_id)["runs"] == result.layers
+    assert len(store.side_rows()) == 4 and len(store.side_rows(tournament_id=result.tournament_id)) == 3
+    again = store.import_judgements(name="file", source="f.csv", judge="import/f", criteria="overall", rows=rows)
+    assert (again.tournament_id, again.created, again.existing) == (None, 0, 4)
+    with pytest.raises(BatchConflict) as info:
+        store.add_submissions_bulk([NewSubmission("n", "N?", "m1", "default", "x"),
+                                    NewSubmission("n", "N?", "m1", "default", "y")])
+    assert info.value.index == 1
+    assert store.list_submissions(question_id="n") == []
+
+
+def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("model_a,model_b,winner\nm1,m\u00e92,tie\n".encode("latin-1"))
+    assert joust(tmp_path, "import", "battles", str(path)) == 2
+    assert f"{path}: not UTF-8 text" in capsys.readouterr().err
