@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ratings import BattleLike, BattleTable, battle_table, pair_sums
+from .battles import BattleLike, BattleTable, PairCounts, pair_counts, unpack
 
 
 @dataclass(frozen=True)
@@ -70,18 +70,12 @@ class Standings:
         return result
 
 
-def standings(battles: Iterable[BattleLike] | BattleTable) -> Standings:
+def standings(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> Standings:
     """Wins, losses, ties and the head-to-head matrices of a set of battles, by counting."""
-    table = battle_table(battles)
-    ones = np.ones_like(table.score)
-    won = (table.score == 1.0).astype(float)
-    lost = (table.score == 0.0).astype(float)
-    tied = (table.score == 0.5).astype(float)
-    wins = pair_sums(table, won, lost).round().astype(np.int64)
-    ties = pair_sums(table, tied, tied).round().astype(np.int64)
-    counts = pair_sums(table, ones, ones).round().astype(np.int64)
+    counts = pair_counts(battles)
+    wins, ties, games = counts.wins, counts.ties, counts.games
     with np.errstate(invalid="ignore", divide="ignore"):
-        rates = np.where(counts > 0, (wins + 0.5 * ties) / counts, np.nan)
+        rates = np.where(games > 0, (wins + 0.5 * ties) / games, np.nan)
     records = {
         player: Record(
             player=player,
@@ -89,8 +83,26 @@ def standings(battles: Iterable[BattleLike] | BattleTable) -> Standings:
             losses=int(wins[:, i].sum()),
             ties=int(ties[i].sum()),
         )
-        for i, player in enumerate(table.players)
+        for i, player in enumerate(counts.players)
     }
-    return Standings(
-        players=table.players, records=records, count_matrix=counts, win_rate_matrix=rates
-    )
+    return Standings(players=counts.players, records=records, count_matrix=games, win_rate_matrix=rates)
+
+
+def round_robin_ranking(battles: Iterable[BattleLike]) -> list[str]:
+    """Seed-style ranking: most wins first, then most ties, then name.
+
+    The project's first leaderboard ranked this way (its Elo was `online_elo(k=32)`); kept so
+    old boards can be reproduced. Counts judgements, ignoring weights, like `standings`.
+    """
+    wins: dict[str, int] = {}
+    ties: dict[str, int] = {}
+    for a, b, score, _, _ in map(unpack, battles):
+        for player in (a, b):
+            wins.setdefault(player, 0)
+            ties.setdefault(player, 0)
+        if score == 0.5:
+            ties[a] += 1
+            ties[b] += 1
+        else:
+            wins[a if score == 1.0 else b] += 1
+    return sorted(wins, key=lambda p: (-wins[p], -ties[p], p))

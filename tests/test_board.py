@@ -41,7 +41,8 @@ def test_board_rows_join_the_views() -> None:
         assert row.matches == row.wins + row.losses + row.ties
     top, middle, bottom = board
     assert (top.wins, top.losses, top.ties, top.matches) == (3, 1, 0, 4)
-    assert top.extra == {"points": 3.0, "win_rate": 0.75}
+    assert top.extra == {"rank": 1, "rank_low": 1, "rank_high": 3, "points": 3.0, "win_rate": 0.75}
+    assert [row.extra["rank"] for row in board] == [1, 2, 3]
     assert (middle.wins, middle.losses, middle.ties) == (2, 2, 1)
     assert (bottom.wins, bottom.losses, bottom.ties) == (0, 2, 1)
     assert board[0].rating > board[1].rating > board[2].rating
@@ -70,3 +71,19 @@ def test_board_on_llmfao_crowd_votes() -> None:
     assert sum(row.matches for row in board) == 2 * len(battles)
     plain = bradley_terry(battles, ridge=0)
     assert max(abs(row.rating - plain[row.player]) for row in board) < 1.0  # the default ridge is mild
+
+
+def test_rank_intervals_separate_clear_gaps_and_join_close_players() -> None:
+    # Three far apart (a long way between each) and two level players at the bottom.
+    battles = (
+        [Battle("top", "mid", Winner.A)] * 60 + [Battle("top", "mid", Winner.B)] * 4
+        + [Battle("mid", "low1", Winner.A)] * 60 + [Battle("mid", "low1", Winner.B)] * 4
+        + [Battle("mid", "low2", Winner.A)] * 60 + [Battle("mid", "low2", Winner.B)] * 4
+        + [Battle("low1", "low2", Winner.A), Battle("low1", "low2", Winner.B)] * 10
+    )
+    board = build_board(battles)
+    ranks = {row.player: (row.extra["rank_low"], row.extra["rank"], row.extra["rank_high"]) for row in board}
+    assert ranks["top"] == (1, 1, 1)
+    assert ranks["mid"] == (2, 2, 2)
+    assert {ranks["low1"][0], ranks["low1"][2], ranks["low2"][0], ranks["low2"][2]} == {3, 4}
+    assert ranks["low1"][0] == ranks["low2"][0] == 3 and ranks["low1"][2] == ranks["low2"][2] == 4

@@ -287,3 +287,28 @@ def test_bootstrap_keeps_each_question_whole() -> None:
 
 def test_bootstrap_of_nothing() -> None:
     assert bootstrap_intervals([], np.random.default_rng(0)) == {}
+
+
+def test_bootstrap_from_question_counts_equals_refitting_every_battle() -> None:
+    # The bootstrap folds battles into per-(question, pair) points once; a round must equal the
+    # naive refit with each battle weighted by how often its question was drawn.
+    battles = simulate(np.random.default_rng(8), TRUTH, 3_000)  # 60 questions
+    rounds = 25
+    got = bootstrap_intervals(battles, np.random.default_rng(4), rounds=rounds)
+    draws = np.random.default_rng(4).multinomial(60, np.full(60, 1 / 60), size=rounds)
+    samples = {p: [] for p in TRUTH}
+    for r in range(rounds):
+        weighted = [Battle(b.a, b.b, b.winner, weight=float(draws[r, int(b.question_id[1:])])) for b in battles]
+        for p, rating in bradley_terry(weighted).items():
+            samples[p].append(rating)
+    for p in TRUTH:
+        low, high = np.quantile(samples[p], [0.025, 0.975])
+        assert got[p] == pytest.approx((low, high), abs=1e-6)
+
+
+def test_tuples_may_carry_a_question_and_a_weight() -> None:
+    tuples = [("a", "b", "A", "q1"), ("b", "c", "TIE", "q1", 2.0), ("c", "a", "B", None, 1.0), ("a", "c", "B", "q2")]
+    battles = [Battle("a", "b", Winner.A, "q1"), Battle("b", "c", Winner.TIE, "q1", 2.0), Battle("c", "a", Winner.B), Battle("a", "c", Winner.B, "q2")]
+    assert bradley_terry(tuples) == bradley_terry(battles)
+    assert online_elo(tuples) == online_elo(battles)
+    assert bootstrap_intervals(tuples, np.random.default_rng(0), rounds=5) == bootstrap_intervals(battles, np.random.default_rng(0), rounds=5)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboard.standings import Record, standings
+from leaderboard.standings import Record, round_robin_ranking, standings
 from leaderboard.types import Battle, Winner
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -93,3 +93,18 @@ def test_points_and_average_win_rate_reproduce_evalica() -> None:
     assert points == pytest.approx(golden["counting"], abs=1e-9)  # evalica "counting" = wins + ½ ties
     assert table.average_win_rate() == pytest.approx(golden["average_win_rate"], abs=1e-9)
     assert sum(r.matches for r in table.records.values()) == 2 * len(battles)
+
+
+def test_round_robin_ranking_is_wins_then_ties_then_name() -> None:
+    battles = [
+        ("ann", "bea", "A"), ("ann", "cid", "A"),        # ann 2 wins
+        ("dan", "bea", "A"), ("dan", "cid", "TIE"),      # dan 1 win 1 tie
+        ("eve", "cid", "A"), ("eve", "bea", "TIE"),      # eve 1 win 1 tie: level with dan, name decides
+        ("bea", "cid", "TIE"), ("cid", "fay", "B"),      # fay 1 win, no tie
+        ("cid", "gus", "TIE"),                           # cid 0 wins 3 ties, bea 0-2, gus 0-1
+    ]
+    # By points cid (1.5) would be level with dan and eve and above fay (1.0): wins come first here.
+    assert round_robin_ranking(battles) == ["ann", "dan", "eve", "fay", "cid", "bea", "gus"]
+    assert round_robin_ranking([]) == []
+    weighted = [Battle("a", "b", Winner.A, weight=9.0), Battle("b", "a", Winner.A), Battle("b", "a", Winner.A)]
+    assert round_robin_ranking(weighted) == ["b", "a"]  # judgements are counted, weights ignored

@@ -1,0 +1,191 @@
+"""Battles as numbers: the one conversion from Python objects, and the pair counts every view needs.
+
+A battle is a `Battle` or a tuple `(a, b, winner[, question_id[, weight]])`, winner "A" (a won),
+"B" or "TIE" (a `Winner` or its string); a tie is half a point each way. `battle_table` indexes
+battles once (players in name order); `pair_counts` folds them into n×n matrices, so a fit, its
+intervals and the standings cost O(players²) after one counting pass, whatever the battle count.
+`leaderboard.tally.Tally` keeps the same matrices up to date battle by battle.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .types import Battle, Winner
+
+BattleLike = (
+    Battle
+    | tuple[str, str, Winner | str]
+    | tuple[str, str, Winner | str, str | None]
+    | tuple[str, str, Winner | str, str | None, float]
+)
+Row = tuple[str, str, float, float, "str | None"]
+"""(a, b, a's score, weight, question id): one validated battle."""
+
+_SCORE: dict[str, float] = {"A": 1.0, "B": 0.0, "TIE": 0.5}  # a str-valued Winner hashes as its value
+
+CHANNELS = 6
+"""The layers of a pair-count stack: see `channel_values`."""
+POINTS, W2, W2S, W2SS, WINS, TIES = range(CHANNELS)
+
+
+def unpack(item: BattleLike) -> Row:
+    """(a, b, a's score, weight, question id) of one battle, validated; ValueError if malformed."""
+    if isinstance(item, Battle):
+        a, b, winner, question, weight = item.a, item.b, item.winner, item.question_id, item.weight
+    else:
+        a, b, winner = item[0], item[1], item[2]
+        question = item[3] if len(item) > 3 else None  # type: ignore[misc]
+        weight = item[4] if len(item) > 4 else 1.0  # type: ignore[misc]
+    try:
+        score = _SCORE[winner]  # type: ignore[index]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown winner {winner!r}: expected 'A', 'B' or 'TIE'") from None
+    if a == b:
+        raise ValueError(f"a battle needs two different players, got {a!r} twice")
+    if not weight >= 0:
+        raise ValueError(f"battle weights must be >= 0, got {weight!r}")
+    return a, b, score, weight, question
+
+
+@dataclass(frozen=True)
+class BattleTable:
+    """Battles as arrays: players in name order, a/b player indices, a's score (1, ½ or 0),
+    weight, and a resampling group per battle (one per question id; a battle without one is
+    its own group), numbered 0..groups-1 in order of first appearance."""
+
+    players: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    score: np.ndarray
+    weight: np.ndarray
+    group: np.ndarray
+
+    @property
+    def groups(self) -> int:
+        return int(self.group.max()) + 1 if self.group.size else 0
+
+
+def battle_table(battles: Iterable[BattleLike] | BattleTable) -> BattleTable:
+    """Index the battles once, so counting and refitting never touch Python objects again.
+
+    A `BattleTable` passes through, so a caller running several views builds it once.
+    """
+    if isinstance(battles, BattleTable):
+        return battles
+    seen: dict[str, int] = {}  # players in order of appearance; renumbered by name below
+    questions: dict[str, int] = {}
+    a_ids: list[int] = []
+    b_ids: list[int] = []
+    scores: list[float] = []
+    weights: list[float] = []
+    groups: list[int] = []
+    count = 0
+    for item in battles:
+        a, b, score, weight, question = unpack(item)
+        a_ids.append(seen.setdefault(a, len(seen)))
+        b_ids.append(seen.setdefault(b, len(seen)))
+        scores.append(score)
+        weights.append(weight)
+        if question is None:
+            groups.append(count)
+            count += 1
+        else:
+            group = questions.setdefault(question, count)
+            count += group == count
+            groups.append(group)
+    players = sorted(seen)
+    rename = np.empty(len(seen), dtype=np.intp)
+    rename[[seen[p] for p in players]] = np.arange(len(players))
+    return BattleTable(
+        players=players,
+        a=rename[np.asarray(a_ids, dtype=np.intp)],
+        b=rename[np.asarray(b_ids, dtype=np.intp)],
+        score=np.asarray(scores, dtype=float),
+        weight=np.asarray(weights, dtype=float),
+        group=np.asarray(groups, dtype=np.intp),
+    )
+
+
+def pair_sums(table: BattleTable, values_a: np.ndarray, values_b: np.ndarray) -> np.ndarray:
+    """n×n matrix M with values_a added at [a, b] and values_b at [b, a], per battle."""
+    n = len(table.players)
+    flat = np.bincount(table.a * n + table.b, weights=values_a, minlength=n * n)
+    flat += np.bincount(table.b * n + table.a, weights=values_b, minlength=n * n)
+    return flat.reshape(n, n)
+
+
+def points_matrix(table: BattleTable, weight: np.ndarray | None = None) -> np.ndarray:
+    """W[i, j]: weighted points i took from j (a win 1, a tie ½): the Bradley-Terry data."""
+    w = table.weight if weight is None else weight
+    return pair_sums(table, w * table.score, w * (1.0 - table.score))
+
+
+def channel_values(score: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per battle, what it adds to each channel at [a, b] and at [b, a] (two CHANNELS×m arrays).
+
+    POINTS: weighted points (the fit). W2, W2S, W2SS: squared weight times 1, the side's score
+    and its square (the sandwich covariance). WINS, TIES: plain judgement counts (standings).
+    """
+    other = 1.0 - score
+    w2 = weight * weight
+    won, lost, tied = (score == 1.0) * 1.0, (score == 0.0) * 1.0, (score == 0.5) * 1.0
+    at_ab = np.stack([weight * score, w2, w2 * score, w2 * score * score, won, tied])
+    at_ba = np.stack([weight * other, w2, w2 * other, w2 * other * other, lost, tied])
+    return at_ab, at_ba
+
+
+def accumulate(stack: np.ndarray, a: np.ndarray, b: np.ndarray, score: np.ndarray, weight: np.ndarray) -> None:
+    """Add battles (indices into the stack's players) to a CHANNELS×cap×cap stack, in place."""
+    cap = stack.shape[1]
+    at_ab, at_ba = channel_values(score, weight)
+    layer = np.arange(CHANNELS)[:, None] * (cap * cap)
+    index = np.concatenate([(layer + a * cap + b).ravel(), (layer + b * cap + a).ravel()])
+    values = np.concatenate([at_ab.ravel(), at_ba.ravel()])
+    if index.size * 8 < stack.size:  # a few battles: touch only their cells
+        np.add.at(stack.reshape(-1), index, values)
+    else:
+        stack += np.bincount(index, weights=values, minlength=stack.size).reshape(stack.shape)
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Everything the board needs from a set of battles, per ordered pair of players (name order).
+
+    `points[i, j]`: weighted points i took from j. `w2`, `w2s`, `w2ss`: sums over their battles of
+    weight², weight²·(i's score), weight²·(i's score)². `wins[i, j]`: judgements i won against j;
+    `ties[i, j]` (symmetric): their ties. Standings count judgements; the fit uses weights.
+    """
+
+    players: list[str]
+    points: np.ndarray
+    w2: np.ndarray
+    w2s: np.ndarray
+    w2ss: np.ndarray
+    wins: np.ndarray
+    ties: np.ndarray
+
+    @classmethod
+    def from_stack(cls, players: list[str], stack: np.ndarray) -> PairCounts:
+        """From a CHANNELS×n×n stack whose rows and columns follow `players`."""
+        counts = [stack[c] for c in range(CHANNELS)]
+        wins, ties = (np.rint(counts[c]).astype(np.int64) for c in (WINS, TIES))
+        return cls(players, counts[POINTS], counts[W2], counts[W2S], counts[W2SS], wins, ties)
+
+    @property
+    def games(self) -> np.ndarray:
+        """Judgements between i and j (symmetric, int)."""
+        return self.wins + self.wins.T + self.ties
+
+
+def pair_counts(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> PairCounts:
+    """The pair counts of a set of battles (a `PairCounts` passes through)."""
+    if isinstance(battles, PairCounts):
+        return battles
+    table = battle_table(battles)
+    n = len(table.players)
+    stack = np.zeros((CHANNELS, n, n))
+    accumulate(stack, table.a, table.b, table.score, table.weight)
+    return PairCounts.from_stack(table.players, stack)

@@ -1,0 +1,138 @@
+"""The running aggregate behind a leaderboard, updated battle by battle.
+
+A board is a fit over pair counts plus live Elo, so a service can keep one `Tally` per view and
+feed it only the judgements that arrived since the last request: memory O(players²), an update
+O(new battles), a board O(players³) whatever the number of battles so far. `build_board` runs
+through a Tally too, so the incremental board and the from-scratch board cannot drift.
+"""
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Iterable
+
+import numpy as np
+
+from .battles import CHANNELS, BattleLike, PairCounts, accumulate, unpack
+from .ranks import rank_intervals
+from .ratings import apply_elo, bradley_terry_intervals
+from .standings import standings
+from .types import Rating
+
+ELO_INITIAL, BASE, SCALE = 1000.0, 10.0, 400.0
+
+
+class Tally:
+    """Online Elo, W/L/T counts and the Bradley-Terry pair sums of every battle added so far.
+
+    `board()` equals `build_board(all battles added, k=k)`. New players may appear in any
+    `add`; an `add` with a malformed battle raises ValueError and changes nothing.
+    """
+
+    def __init__(self, *, k: float = 32.0) -> None:
+        self.k = k
+        self._elo: dict[str, float] = {}
+        self._index: dict[str, int] = {}  # player → row in the stack, in order of appearance
+        self._stack = np.zeros((CHANNELS, 0, 0))
+        self._battles = 0
+
+    @property
+    def battles(self) -> int:
+        """How many battles have been added."""
+        return self._battles
+
+    @property
+    def players(self) -> list[str]:
+        """Players seen so far, in name order."""
+        return sorted(self._index)
+
+    def add(self, battles: Iterable[BattleLike]) -> None:
+        """Count battles, in order (the order matters to Elo only)."""
+        rows = [unpack(item) for item in battles]  # validate all before touching any state
+        if not rows:
+            return
+        apply_elo(self._elo, rows, k=self.k, initial=ELO_INITIAL, base=BASE, scale=SCALE)
+        index = self._index
+        for a, b, *_ in rows:
+            index.setdefault(a, len(index))
+            index.setdefault(b, len(index))
+        self._grow(len(index))
+        accumulate(
+            self._stack,
+            np.fromiter((index[row[0]] for row in rows), dtype=np.intp, count=len(rows)),
+            np.fromiter((index[row[1]] for row in rows), dtype=np.intp, count=len(rows)),
+            np.fromiter((row[2] for row in rows), dtype=float, count=len(rows)),
+            np.fromiter((row[3] for row in rows), dtype=float, count=len(rows)),
+        )
+        self._battles += len(rows)
+
+    def _grow(self, players: int) -> None:
+        """Make room for `players` rows, doubling so that growth is amortised O(1)."""
+        capacity = self._stack.shape[1]
+        if players <= capacity:
+            return
+        bigger = np.zeros((CHANNELS, *(2 * [max(players, 2 * capacity, 8)])))
+        bigger[:, :capacity, :capacity] = self._stack
+        self._stack = bigger
+
+    def counts(self) -> PairCounts:
+        """The pair counts so far, players in name order."""
+        players = self.players
+        order = np.array([self._index[p] for p in players], dtype=np.intp)
+        return PairCounts.from_stack(players, self._stack[:, order][:, :, order])
+
+    def elo(self) -> dict[str, float]:
+        """Online Elo so far, by player name (as `online_elo` returns it)."""
+        return dict(sorted(self._elo.items()))
+
+    def board(self) -> list[Rating]:
+        """The leaderboard rows, best first; see `leaderboard.board.build_board`."""
+        return board_from_counts(self.counts(), self._elo)
+
+    def copy(self) -> Tally:
+        """An independent copy (O(players²)): fork a board without recounting."""
+        twin = _copy.copy(self)
+        twin._elo = dict(self._elo)
+        twin._index = dict(self._index)
+        twin._stack = self._stack.copy()
+        return twin
+
+
+def board_from_counts(counts: PairCounts, elo: dict[str, float]) -> list[Rating]:
+    """Rows best first (rating descending, then name), from pair counts and live Elo.
+
+    rating/ci_low/ci_high: Bradley-Terry, default ridge, 95% closed-form (Fisher) interval;
+    `extra`: `rank` (1-based position), `rank_low`/`rank_high` (best and worst rank the
+    intervals allow, see `leaderboard.ranks`), `points` (wins + ½ ties) and `win_rate`.
+    """
+    if not counts.players:
+        return []
+    fitted = bradley_terry_intervals(counts, confidence=0.95)
+    records = standings(counts).records
+    ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
+    # Rounded so that float noise between equal ratings cannot beat the name order.
+    order = sorted(fitted, key=lambda p: (-round(fitted[p][0], 9), p))
+    rows: list[Rating] = []
+    for position, player in enumerate(order, start=1):
+        rating, low, high = fitted[player]
+        record = records[player]
+        rows.append(
+            Rating(
+                player=player,
+                rating=rating,
+                ci_low=low,
+                ci_high=high,
+                elo=elo[player],
+                wins=record.wins,
+                losses=record.losses,
+                ties=record.ties,
+                matches=record.matches,
+                extra={
+                    "rank": position,
+                    "rank_low": ranks[player][0],
+                    "rank_high": ranks[player][1],
+                    "points": record.points,
+                    "win_rate": record.win_rate,
+                },
+            )
+        )
+    return rows

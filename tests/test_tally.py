@@ -1,0 +1,104 @@
+"""Tally: the incremental aggregate gives the same board as building it from all battles at once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from leaderboard.board import build_board
+from leaderboard.ratings import bradley_terry_intervals, online_elo
+from leaderboard.standings import standings
+from leaderboard.tally import Tally
+from leaderboard.types import Battle, Rating, Winner
+
+NAMES = ["zed", "amy", "kim", "bob", "yan", "cat", "max", "dee", "lou"]
+
+
+def random_battles(rng: np.random.Generator, count: int, players: int = 9) -> list[Battle]:
+    """Skewed strengths, ties, a few weights; players join over time, not in name order."""
+    strength = np.linspace(1.5, -1.5, players)
+    battles = []
+    for t in range(count):
+        pool = max(2, min(players, 2 + t * players // max(count // 2, 1)))  # new players keep arriving
+        i, j = rng.choice(pool, size=2, replace=False)
+        p = 1 / (1 + np.exp(strength[j] - strength[i]))
+        u = rng.random()
+        winner = Winner.TIE if u < 0.2 else (Winner.A if u < 0.2 + 0.8 * p else Winner.B)
+        weight = 2.0 if rng.random() < 0.1 else 1.0
+        battles.append(Battle(NAMES[i], NAMES[j], winner, f"q{t % 17}", weight))
+    return battles
+
+
+def chunks(rng: np.random.Generator, battles: list[Battle]) -> list[list[Battle]]:
+    cuts = sorted(rng.choice(np.arange(1, len(battles)), size=7, replace=False).tolist())
+    return [battles[i:j] for i, j in zip([0, *cuts], [*cuts, len(battles)])]
+
+
+def assert_same_board(got: list[Rating], want: list[Rating]) -> None:
+    assert [r.player for r in got] == [r.player for r in want]
+    for g, w in zip(got, want):
+        for name in ("rating", "ci_low", "ci_high", "elo"):
+            assert abs(getattr(g, name) - getattr(w, name)) < 1e-9, (g.player, name)
+        assert (g.wins, g.losses, g.ties, g.matches) == (w.wins, w.losses, w.ties, w.matches)
+        assert g.extra.keys() == w.extra.keys()
+        assert g.extra == pytest.approx(w.extra, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chunked_tally_equals_the_board_of_all_battles(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    battles = random_battles(rng, 600)
+    tally = Tally(k=24.0)
+    for chunk in chunks(rng, battles):
+        tally.add(chunk)
+    assert tally.battles == len(battles)
+    assert_same_board(tally.board(), build_board(battles, k=24.0))
+
+
+def test_tally_agrees_with_the_views_computed_independently() -> None:
+    battles = random_battles(np.random.default_rng(9), 800)
+    tally = Tally(k=16.0)
+    for battle in battles[:50]:
+        tally.add([battle])  # one at a time, too
+    tally.add(iter(battles[50:]))  # any iterable
+    assert tally.elo() == online_elo(battles, k=16.0)  # the same updates in the same order: equal
+    fitted = bradley_terry_intervals(battles)
+    records = standings(battles).records
+    board = tally.board()
+    assert {r.player for r in board} == set(fitted)
+    for row in board:
+        assert (row.rating, row.ci_low, row.ci_high) == pytest.approx(fitted[row.player], abs=1e-9)
+        record = records[row.player]
+        assert (row.wins, row.losses, row.ties) == (record.wins, record.losses, record.ties)
+        assert row.extra["points"] == record.points and row.extra["win_rate"] == record.win_rate
+
+
+def test_board_snapshots_along_a_stream() -> None:
+    battles = random_battles(np.random.default_rng(3), 300)
+    tally = Tally()
+    for end in (1, 2, 40, 41, 150, 300):
+        tally.add(battles[tally.battles:end])
+        assert_same_board(tally.board(), build_board(battles[:end]))
+
+
+def test_copy_is_independent() -> None:
+    battles = random_battles(np.random.default_rng(1), 200)
+    tally = Tally()
+    tally.add(battles[:100])
+    fork = tally.copy()
+    fork.add(battles[100:])
+    assert tally.battles == 100 and fork.battles == 200
+    assert_same_board(tally.board(), build_board(battles[:100]))
+    assert_same_board(fork.board(), build_board(battles))
+
+
+def test_empty_and_malformed() -> None:
+    tally = Tally()
+    assert tally.board() == [] and tally.battles == 0 and tally.players == []
+    tally.add([])
+    assert tally.board() == []
+    tally.add([("a", "b", "A")])
+    before = tally.board()
+    with pytest.raises(ValueError):
+        tally.add([("a", "c", "A"), ("a", "a", "B")])  # the bad one is second: nothing is counted
+    assert tally.battles == 1 and tally.players == ["a", "b"]
+    assert_same_board(tally.board(), before)
