@@ -119,7 +119,7 @@ def _import_one(args: argparse.Namespace, store: Store) -> ImportSummary:
 
     path = Path(args.path)
     if args.kind == "battles":
-        return load_battles(store, path, judge=args.judge, fmt=args.format)
+        return load_battles(store, path, judge=args.judge, fmt=args.format, human=args.human)
     if args.kind == "alpaca-outputs":
         return load_outputs(store, path, scenario=args.scenario)
     if args.kind == "alpaca-annotations":
@@ -180,7 +180,10 @@ def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     battles = kinds.add_parser("battles", help="model_a, model_b, winner (Chatbot Arena) or left, right, winner "
                                                "(LLMFAO) as CSV, JSON or JSONL")
     battles.add_argument("path", metavar="FILE")
-    battles.add_argument("--judge", default=None, help="judge name, filed as import/NAME (default: the file name)")
+    battles.add_argument("--judge", default=None, help="judge name, filed as import/NAME, or human/NAME with "
+                                                       "--human (default: the file name)")
+    battles.add_argument("--human", action="store_true",
+                         help="the verdicts are human votes: filed as human/NAME, the reference of judge health")
     battles.add_argument("--format", choices=["csv", "tsv", "json", "jsonl"], default=None,
                          help="default: from the file extension")
     for kind, what in (("alpaca-outputs", "an AlpacaEval model_outputs.json"),

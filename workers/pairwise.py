@@ -7,12 +7,27 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 from leaderboard.consistency import combine, plan_orders
 from leaderboard.types import Call, OrderPolicy, Outcome, Submission
 
-from .judge import Judge
+from .judge import Judge, JudgeReply
+
+
+@dataclass(frozen=True)
+class JudgedCall(Call):
+    """A call as a worker made it: `reminded` when the first reply held no verdict and the
+    reminder re-ask was needed, which the judge-health parse-failure rate counts."""
+
+    reminded: bool = False
+
+
+def judged_call(reply: JudgeReply, first: int) -> JudgedCall:
+    """The reply as the call record of a match, given the submission shown first."""
+    call = reply.as_call(first)
+    return JudgedCall(**{f.name: getattr(call, f.name) for f in fields(call)}, reminded=reply.reminded)
 
 
 async def judge_pair(
@@ -24,12 +39,12 @@ async def judge_pair(
     replies = await asyncio.gather(
         *(judge.compare(a.question, by_id[first].output, by_id[second].output) for first, second in orders)
     )
-    calls = [reply.as_call(first) for (first, _second), reply in zip(orders, replies)]
+    calls: list[Call] = [judged_call(reply, first) for (first, _second), reply in zip(orders, replies)]
     return calls, combine(a.id, b.id, calls)
 
 
 def calls_as_json(calls: Sequence[Call]) -> list[dict]:
-    """The calls as stored with a judgement."""
+    """The calls as stored with a judgement (`reminded` False for a plain `Call`)."""
     return [
         {
             "first": c.first,
@@ -39,6 +54,7 @@ def calls_as_json(calls: Sequence[Call]) -> list[dict]:
             "input_tokens": c.input_tokens,
             "output_tokens": c.output_tokens,
             "latency_ms": round(c.latency_ms, 1),
+            "reminded": bool(getattr(c, "reminded", False)),
         }
         for c in calls
     ]

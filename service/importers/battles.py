@@ -9,7 +9,9 @@ columns (as `joust export judgements` writes them) keep the prompt scenarios.
 
 Battles carry no outputs, so each side becomes a submission with a fixed placeholder output;
 each row becomes one judgement keyed by the judge, the file's name and the row (so importing the
-same file again adds nothing), in file order (so online Elo replays it as written).
+same file again adds nothing), in file order (so online Elo replays it as written). Verdicts
+are filed under `import/<name>`, or `human/<name>` when they are human votes (`--human`), which
+judge health compares every other judge with.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from leaderboard.health import HUMAN_PREFIX
 from leaderboard.types import Winner
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
@@ -63,9 +66,12 @@ class BattleRow:
     extra: dict
 
 
-def battle_judge(path: Path, judge: str | None) -> str:
-    """The judge the battles are filed under: `import/<name>`, the name from --judge or the file."""
+def battle_judge(path: Path, judge: str | None, *, human: bool = False) -> str:
+    """The judge the battles are filed under: `import/<name>`, or `human/<name>` for human votes
+    (judge health compares the other judges with them); the name from --judge or the file."""
     name = (judge or path.stem).strip()
+    if human:
+        return name if name.startswith(HUMAN_PREFIX) else HUMAN_PREFIX + name.removeprefix(JUDGE_PREFIX)
     return name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
 
 
@@ -129,12 +135,15 @@ def _battle(path: Path, record: Record) -> BattleRow:
     )
 
 
-def load_battles(store: Store, path: Path, *, judge: str | None = None, fmt: str | None = None) -> ImportSummary:
-    """Import a battle file in one transaction: submissions, then one judgement per row."""
+def load_battles(
+    store: Store, path: Path, *, judge: str | None = None, fmt: str | None = None, human: bool = False
+) -> ImportSummary:
+    """Import a battle file in one transaction: submissions, then one judgement per row;
+    `human` files the verdicts as human votes (`human/<name>`)."""
     started = time.perf_counter()
     path = Path(path)
     rows = parse_battles(path, fmt)
-    judge_name = battle_judge(path, judge)
+    judge_name = battle_judge(path, judge, human=human)
     items, lines = [], []
     for row in rows:
         for model, scenario in ((row.model_a, row.scenario_a), (row.model_b, row.scenario_b)):

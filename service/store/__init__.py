@@ -9,6 +9,7 @@ Exceptions: `Conflict` (same key, different content: the API answers 409) and `N
 from __future__ import annotations
 
 from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound
+from .health import Health
 from .imports import Imports
 from .matches import Matches
 from .submissions import Submissions
@@ -18,5 +19,5 @@ from .views import Views
 __all__ = ["ACTIVE", "Conflict", "MatchContext", "NewJudgement", "NewSubmission", "NotFound", "Store"]
 
 
-class Store(Submissions, Tournaments, Matches, Views, Imports):
+class Store(Submissions, Tournaments, Matches, Views, Imports, Health):
     """Submissions, tournaments, matches and judgements, in SQLite or PostgreSQL."""

@@ -1,0 +1,255 @@
+"""Judge health: how far each judge's verdicts can be trusted, read from the records it left.
+
+A judge is the instrument of every board, so its biases are reported beside the ratings. All
+statistics are shares; a share with nothing to count (no denominator) is None, never 0.
+
+Per judge, over its stored judgements and their calls (one call = one verdict of the judge on
+one order of one pair; `winner` is positional, "A" = the answer shown first):
+
+- `consistency`: among both-order judgements (two calls that showed different answers first),
+  the share whose two verdicts, re-expressed relative to the pair, agree.
+- `first_position_win_rate`: among calls with a winner (A or B) and a known first answer, the
+  share won by the answer shown first. 0.5 is no position bias.
+- `tie_rate`: among all calls, the share answering TIE.
+- `parse_failure_rate`: (calls whose first reply was unparseable, so the reminder was needed
+  (`reminded`), + matches that failed with `VerdictParseError`) / (calls whose `reminded` flag
+  was recorded + those failed matches). A failed match counts as one call attempted and failed:
+  the call whose reply stayed unreadable after the reminder (its sibling call's reply is not
+  stored). Calls without the flag (imported verdicts, which joust never parsed) are left out,
+  so an imported judge's rate is None.
+- `longer_wins_rate`: among calls with a winner whose two answers differ in length (characters),
+  the share won by the longer one. The winner of a call with an unknown first answer is the
+  judgement's outcome when the judgement has that one call. Imported battles carry no outputs
+  (equal placeholders), so their rate is None.
+- `human_agreement`: for a judge that is not human, every (judgement, human vote) on the same
+  two submissions is one comparison, in either display order; it agrees when both name the same
+  winner or both say tie (a tie agrees only with a tie). The share of agreeing comparisons,
+  with `human_pairs` distinct pairs and `human_votes` comparisons. Comparing with each vote
+  rather than with a majority needs no tie-break for split votes, and is the probability that
+  the judge and a random voter on a random compared pair agree, weighted by votes (the
+  convention of MT-Bench's human-agreement tables). A judge is human when its name starts with
+  "human/".
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .types import Winner
+
+HUMAN_PREFIX = "human/"
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One stored call: `first` the submission shown first (None when unknown), `winner`
+    positional, `reminded` None when the call does not record it (imports)."""
+
+    first: int | None
+    winner: Winner
+    reminded: bool | None = None
+
+
+@dataclass(frozen=True)
+class JudgementRecord:
+    """One stored judgement: `outcome` relative to a; output lengths in characters when known."""
+
+    judge: str
+    a_id: int
+    b_id: int
+    outcome: Winner
+    calls: Sequence[CallRecord]
+    a_length: int | None = None
+    b_length: int | None = None
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement with human votes: the share (None without comparisons), pairs and votes compared."""
+
+    rate: float | None
+    pairs: int
+    votes: int
+
+
+@dataclass(frozen=True)
+class JudgeHealth:
+    """The health figures of one judge (see the module docstring for each definition)."""
+
+    judge: str
+    calls: int
+    judgements: int
+    consistency: float | None
+    first_position_win_rate: float | None
+    tie_rate: float | None
+    parse_failure_rate: float | None
+    longer_wins_rate: float | None
+    human_agreement: float | None
+    human_pairs: int
+    human_votes: int
+
+
+def is_human(judge: str) -> bool:
+    """Human verdicts are filed under `human/<name>` (`joust import battles --human`)."""
+    return judge.startswith(HUMAN_PREFIX)
+
+
+def share(hits: int, total: int) -> float | None:
+    """hits / total, or None when there is nothing to count."""
+    return hits / total if total else None
+
+
+def relative(record: JudgementRecord, call: CallRecord) -> Winner | None:
+    """A call's verdict relative to the record's a; None when its first answer is unknown."""
+    if call.first == record.a_id:
+        return call.winner
+    if call.first == record.b_id:
+        return call.winner.flipped()
+    return None
+
+
+def consistency(records: Iterable[JudgementRecord]) -> float | None:
+    """Share of both-order judgements whose two orders agree."""
+    agree = total = 0
+    for r in records:
+        if len(r.calls) != 2:
+            continue
+        first, second = (relative(r, c) for c in r.calls)
+        if first is None or second is None or r.calls[0].first == r.calls[1].first:
+            continue
+        total += 1
+        agree += first == second
+    return share(agree, total)
+
+
+def first_position_win_rate(records: Iterable[JudgementRecord]) -> float | None:
+    """Share of calls won by the answer shown first, among calls with a winner and a known position."""
+    won = total = 0
+    for r in records:
+        for c in r.calls:
+            if c.winner is not Winner.TIE and relative(r, c) is not None:
+                total += 1
+                won += c.winner is Winner.A
+    return share(won, total)
+
+
+def tie_rate(records: Iterable[JudgementRecord]) -> float | None:
+    """Share of calls answering TIE."""
+    calls = [c for r in records for c in r.calls]
+    return share(sum(c.winner is Winner.TIE for c in calls), len(calls))
+
+
+def parse_failure_rate(records: Iterable[JudgementRecord], failed_matches: int = 0) -> float | None:
+    """(reminded calls + matches failed unparseable) / (calls recording `reminded` + those matches)."""
+    flagged = [c for r in records for c in r.calls if c.reminded is not None]
+    return share(sum(bool(c.reminded) for c in flagged) + failed_matches, len(flagged) + failed_matches)
+
+
+def _call_winner(record: JudgementRecord, call: CallRecord) -> Winner | None:
+    """Who won the call relative to a: from its position, or the judgement's own outcome when
+    the position is unknown and the call is the judgement's only one."""
+    winner = relative(record, call)
+    if winner is None and call.first is None and len(record.calls) == 1:
+        winner = record.outcome
+    return winner
+
+
+def longer_wins_rate(records: Iterable[JudgementRecord]) -> float | None:
+    """Among calls with a winner and answers of different lengths, share won by the longer one."""
+    won = total = 0
+    for r in records:
+        if r.a_length is None or r.b_length is None or r.a_length == r.b_length:
+            continue
+        longer = Winner.A if r.a_length > r.b_length else Winner.B
+        for c in r.calls:
+            winner = _call_winner(r, c)
+            if winner is None or winner is Winner.TIE:
+                continue
+            total += 1
+            won += winner is longer
+    return share(won, total)
+
+
+def pair_verdict(record: JudgementRecord) -> tuple[tuple[int, int], Winner]:
+    """The unordered pair (smaller id first) and the outcome relative to its smaller id."""
+    if record.a_id < record.b_id:
+        return (record.a_id, record.b_id), record.outcome
+    return (record.b_id, record.a_id), record.outcome.flipped()
+
+
+def human_votes(records: Iterable[JudgementRecord]) -> dict[tuple[int, int], Counter[Winner]]:
+    """Per unordered pair, the human verdicts on it (relative to the smaller id), counted."""
+    votes: dict[tuple[int, int], Counter[Winner]] = defaultdict(Counter)
+    for r in records:
+        if is_human(r.judge):
+            pair, verdict = pair_verdict(r)
+            votes[pair][verdict] += 1
+    return votes
+
+
+def human_agreement(
+    records: Iterable[JudgementRecord], votes: Mapping[tuple[int, int], Counter[Winner]], *, decided: bool = False
+) -> Agreement:
+    """Share of (judgement, human vote) comparisons on the same pair that name the same verdict.
+
+    `decided` keeps only comparisons where both name a winner: how often they pick the same
+    one, apart from how often each says tie (a context figure, not served by the API).
+    """
+    agree = total = 0
+    pairs: set[tuple[int, int]] = set()
+    for r in records:
+        pair, verdict = pair_verdict(r)
+        counted = Counter({w: n for w, n in votes.get(pair, Counter()).items() if not decided or w is not Winner.TIE})
+        if not counted or (decided and verdict is Winner.TIE):
+            continue
+        pairs.add(pair)
+        total += sum(counted.values())
+        agree += counted[verdict]
+    return Agreement(share(agree, total), len(pairs), total)
+
+
+def voter_agreement(votes: Mapping[tuple[int, int], Counter[Winner]]) -> float | None:
+    """How often two different human votes on the same pair agree (every ordered couple of
+    votes counted): the human baseline a judge's `human_agreement` is read against."""
+    agree = total = 0
+    for counted in votes.values():
+        n = sum(counted.values())
+        total += n * (n - 1)
+        agree += sum(k * (k - 1) for k in counted.values())
+    return share(agree, total)
+
+
+def judge_health(
+    records: Iterable[JudgementRecord],
+    parse_failures: Mapping[str, int] | None = None,
+    judges: Collection[str] | None = None,
+) -> list[JudgeHealth]:
+    """The health of every judge with records or parse failures (only `judges` when given),
+    sorted by name. Human agreement uses every human record among `records`."""
+    failures = dict(parse_failures or {})
+    by_judge: dict[str, list[JudgementRecord]] = defaultdict(list)
+    for r in records:
+        by_judge[r.judge].append(r)
+    votes = human_votes(r for rs in by_judge.values() for r in rs)
+    names = set(by_judge) | {name for name, n in failures.items() if n}
+    if judges is not None:
+        names &= set(judges)
+    out = []
+    for name in sorted(names):
+        own = by_judge.get(name, [])
+        agreement = Agreement(None, 0, 0) if is_human(name) else human_agreement(own, votes)
+        out.append(JudgeHealth(
+            judge=name,
+            calls=sum(len(r.calls) for r in own),
+            judgements=len(own),
+            consistency=consistency(own),
+            first_position_win_rate=first_position_win_rate(own),
+            tie_rate=tie_rate(own),
+            parse_failure_rate=parse_failure_rate(own, failures.get(name, 0)),
+            longer_wins_rate=longer_wins_rate(own),
+            human_agreement=agreement.rate,
+            human_pairs=agreement.pairs,
+            human_votes=agreement.votes,
+        ))
+    return out

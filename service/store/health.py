@@ -1,0 +1,79 @@
+"""Read models for judge health: judgements as plain records, and the matches lost to
+unreadable verdicts, for `leaderboard.health` to turn into statistics."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from sqlalchemy import func, or_, select
+
+from leaderboard.health import HUMAN_PREFIX, CallRecord, JudgeHealth, JudgementRecord
+from leaderboard.health import judge_health as compute_health
+from leaderboard.types import Winner
+
+from . import schema as s
+from .base import Database
+
+WINNERS = {w.value: w for w in Winner}
+PARSE_ERROR = "VerdictParseError"  # the prefix workers.jobs writes to last_error: "VerdictParseError: ..."
+
+
+def _calls(raw: str) -> tuple[CallRecord, ...]:
+    """The stored calls JSON as records; a call without a readable winner is skipped."""
+    out = []
+    for call in json.loads(raw):
+        winner = WINNERS.get(str(call.get("winner", "")).upper())
+        if winner is None:
+            continue
+        reminded = call.get("reminded")
+        out.append(CallRecord(first=call.get("first"), winner=winner,
+                              reminded=None if reminded is None else bool(reminded)))
+    return tuple(out)
+
+
+class Health(Database):
+    """What judge health is computed from: every judgement once, and parse-failed matches."""
+
+    def health_records(self, judge: str | None = None) -> list[JudgementRecord]:
+        """Every judgement of `judge` (of all judges when None), plus every human judgement
+        (a judge's agreement with humans needs them), with both outputs' lengths."""
+        j = s.judgements
+        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
+        query = (
+            select(j.c.judge, j.c.a_id, j.c.b_id, j.c.outcome, j.c.calls,
+                   func.length(sa.c.output).label("a_length"), func.length(sb.c.output).label("b_length"))
+            .join(sa, sa.c.id == j.c.a_id)
+            .join(sb, sb.c.id == j.c.b_id)
+            .order_by(j.c.id)
+        )
+        if judge is not None:
+            query = query.where(or_(j.c.judge == judge, j.c.judge.startswith(HUMAN_PREFIX, autoescape=True)))
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        return [
+            JudgementRecord(judge=r.judge, a_id=r.a_id, b_id=r.b_id, outcome=WINNERS[r.outcome], calls=_calls(r.calls),
+                            a_length=r.a_length, b_length=r.b_length)
+            for r in rows
+        ]
+
+    def parse_failures(self, judge: str | None = None) -> dict[str, int]:
+        """Per judge (its tournament's spec), how many matches failed with VerdictParseError."""
+        m, t = s.matches, s.tournaments
+        query = (
+            select(t.c.spec, func.count(m.c.id).label("n"))
+            .join(t, t.c.id == m.c.tournament_id)
+            .where(m.c.status == "failed", m.c.last_error.startswith(PARSE_ERROR))
+            .group_by(t.c.id, t.c.spec)
+        )
+        counts: Counter[str] = Counter()
+        with self._read() as conn:
+            for r in conn.execute(query):
+                name = json.loads(r.spec).get("judge")
+                if name and (judge is None or name == judge):
+                    counts[name] += int(r.n)
+        return dict(counts)
+
+    def judge_health(self, judge: str | None = None) -> list[JudgeHealth]:
+        """The health of every judge (only `judge` when given), by name."""
+        return compute_health(self.health_records(judge), self.parse_failures(judge),
+                              None if judge is None else [judge])
