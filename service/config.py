@@ -5,16 +5,27 @@ explicitly to whatever needs it, so tests can build their own without touching t
 """
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 
 DEFAULT_JUDGE = "anthropic/claude-sonnet-4-5"
+# The judge that needs no network and no key: what `joust up` uses when no provider is configured.
+OFFLINE_JUDGE = "offline/rubric"
 
 
 class SettingsError(ValueError):
     """An environment variable holds a value joust cannot use."""
+
+
+@dataclass(frozen=True)
+class JudgeEndpoint:
+    """Where one judge spec is served, and with which key (an entry of JOUST_JUDGE_ENDPOINTS)."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,13 @@ class Settings:
     judge_concurrency: int = 4
     # Calls per minute to one judge across all workers (0: no shared limit).
     judge_rpm: int = 0
-    anthropic_api_key: str | None = None
+    anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
+    # OpenAI-compatible servers (vLLM, Ollama, llama.cpp, OpenAI): the defaults for `openai/...`
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    # Per judge spec ("openai/llama3"): its own base URL and key, over the defaults above.
+    judge_endpoints: Mapping[str, JudgeEndpoint] = field(default_factory=dict)
     judge_timeout_s: float = 120.0
     judge_max_tokens: int = 512
     scheduler_interval_s: float = 5.0
@@ -52,13 +68,22 @@ class Settings:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'joust.db').resolve()}"
 
-    def with_(self, **changes: object) -> "Settings":
+    def endpoint(self, spec: str) -> JudgeEndpoint:
+        """Base URL and key for an `openai/...` judge: its own entry, else OPENAI_* (either may
+        be None: the SDK's public endpoint, or a server that wants no key)."""
+        own = self.judge_endpoints.get(spec, JudgeEndpoint())
+        return JudgeEndpoint(
+            base_url=own.base_url or self.openai_base_url,
+            api_key=own.api_key or self.openai_api_key,
+        )
+
+    def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (for the CLI's flags and for tests)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
-        """Read JOUST_*, DATABASE_URL, REDIS_URL and ANTHROPIC_* from the environment."""
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read JOUST_*, DATABASE_URL, REDIS_URL, ANTHROPIC_* and OPENAI_* from the environment."""
         env = os.environ if environ is None else environ
         base = cls()
 
@@ -95,7 +120,50 @@ class Settings:
             judge_rpm=int(number("JOUST_JUDGE_RPM", base.judge_rpm, int)),
             anthropic_api_key=text("ANTHROPIC_API_KEY"),
             anthropic_base_url=text("ANTHROPIC_BASE_URL"),
+            openai_api_key=text("OPENAI_API_KEY"),
+            openai_base_url=text("OPENAI_BASE_URL"),
+            judge_endpoints=parse_judge_endpoints(text("JOUST_JUDGE_ENDPOINTS"), env),
             judge_timeout_s=number("JOUST_JUDGE_TIMEOUT", base.judge_timeout_s),
             judge_max_tokens=int(number("JOUST_JUDGE_MAX_TOKENS", base.judge_max_tokens, int)),
             scheduler_interval_s=number("JOUST_SCHEDULER_INTERVAL", base.scheduler_interval_s),
         )
+
+
+_ENDPOINT_KEYS = frozenset({"base_url", "api_key", "api_key_env"})
+
+
+def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, JudgeEndpoint]:
+    """JOUST_JUDGE_ENDPOINTS: a JSON object from judge spec to {"base_url", "api_key"} or
+    {"base_url", "api_key_env": "NAME"} (the key read from env var NAME, so it stays out of the
+    JSON). Raises SettingsError naming the entry at fault."""
+    if raw is None:
+        return {}
+    name = "JOUST_JUDGE_ENDPOINTS"
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f'{name} must be a JSON object like {{"openai/llama3": {{"base_url": "..."}}}}')
+    endpoints = {}
+    for spec, entry in data.items():
+        where = f"{name}[{spec!r}]"
+        provider, slash, model = spec.partition("/")
+        if not (provider and slash and model):
+            raise SettingsError(f"{where}: keys are judge specs like 'openai/<model>'")
+        if not isinstance(entry, dict):
+            raise SettingsError(f"{where} must be an object with base_url, api_key or api_key_env")
+        unknown = sorted(set(entry) - _ENDPOINT_KEYS)
+        if unknown:
+            raise SettingsError(f"{where}: unknown field(s) {unknown}; use {sorted(_ENDPOINT_KEYS)}")
+        if not all(isinstance(v, str) and v.strip() for v in entry.values()):
+            raise SettingsError(f"{where}: every value must be a non-empty string")
+        if "api_key" in entry and "api_key_env" in entry:
+            raise SettingsError(f"{where}: give api_key or api_key_env, not both")
+        key = entry.get("api_key")
+        if "api_key_env" in entry:
+            key = env.get(entry["api_key_env"], "").strip() or None
+            if key is None:
+                raise SettingsError(f"{where}: api_key_env names {entry['api_key_env']}, which is not set")
+        endpoints[spec] = JudgeEndpoint(base_url=entry.get("base_url", "").strip() or None, api_key=key)
+    return endpoints

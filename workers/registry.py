@@ -24,8 +24,22 @@ def _anthropic(model: str, settings: Settings) -> Judge:
     return AnthropicJudge(model, settings)
 
 
+def _openai(model: str, settings: Settings) -> Judge:
+    from workers.providers.openai_judge import OpenAIJudge
+
+    return OpenAIJudge(model, settings)
+
+
+def _offline(name: str, settings: Settings) -> Judge:
+    from workers.providers.offline_judge import OfflineJudge
+
+    return OfflineJudge(name, settings)
+
+
 PROVIDERS: dict[str, Callable[[str, Settings], Judge]] = {
     "anthropic": _anthropic,
+    "openai": _openai,
+    "offline": _offline,
 }
 
 
