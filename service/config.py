@@ -16,6 +16,18 @@ DEFAULT_JUDGE = "anthropic/claude-sonnet-4-5"
 OFFLINE_JUDGE = "offline/rubric"
 
 
+def default_judge(env: Mapping[str, str]) -> str:
+    """The judge when JOUST_JUDGE is unset: Claude when an Anthropic key is configured, else an
+    OpenAI-compatible server's model when OPENAI_BASE_URL and JOUST_OPENAI_MODEL say which, else
+    the offline rubric judge, so a first `joust up` with no provider still shows a live board."""
+    if env.get("ANTHROPIC_API_KEY", "").strip():
+        return DEFAULT_JUDGE
+    model = env.get("JOUST_OPENAI_MODEL", "").strip()
+    if model and env.get("OPENAI_BASE_URL", "").strip():
+        return f"openai/{model}"
+    return OFFLINE_JUDGE
+
+
 class SettingsError(ValueError):
     """An environment variable holds a value joust cannot use."""
 
@@ -108,7 +120,7 @@ class Settings:
             database_url=text("DATABASE_URL"),
             redis_url=text("REDIS_URL"),
             api_key=text("JOUST_API_KEY"),
-            judge=text("JOUST_JUDGE") or base.judge,
+            judge=text("JOUST_JUDGE") or default_judge(env),
             elo_k=number("JOUST_ELO_K", base.elo_k),
             queue_name=text("JOUST_QUEUE") or base.queue_name,
             max_body_bytes=int(number("JOUST_MAX_BODY_BYTES", base.max_body_bytes, int)),
