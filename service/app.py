@@ -1,8 +1,8 @@
 """The FastAPI application: `create_app(settings)` builds one; its lifespan owns the resources.
 
-No globals: the store, the Redis client and the job queue are opened when the app starts and
-closed when it stops, and live on `app.state`, so tests (and several apps in one process) each
-build their own.
+No globals: the store, the Redis client, the job queue and the board cache (warmed in a
+background thread) are opened when the app starts and closed when it stops, and live on
+`app.state`, so tests (and several apps in one process) each build their own.
 
 Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
 - 400 malformed JSON or an empty body; 401 no Bearer key (with `WWW-Authenticate: Bearer`);
@@ -14,6 +14,7 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -25,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api_models import check_judge_spec
+from service.boards import BoardCache
 from service.config import Settings
 from service.queue import JobQueue
 from service.routes import health, leaderboard, page, submissions, tournaments
@@ -178,9 +180,14 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.store = store
         app.state.redis = redis
         app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
+        app.state.boards = boards = BoardCache(store, k=settings.elo_k)
+        # Reading a large store takes seconds: start now rather than on the first request.
+        warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
+        warm.start()
         try:
             yield
         finally:
+            warm.join(timeout=5)
             redis.close()
             store.close()
 

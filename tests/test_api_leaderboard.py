@@ -2,6 +2,8 @@
 (through the real store, jobs taken from the real Redis queue), with planted preferences."""
 from __future__ import annotations
 
+import bisect
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,12 @@ from rq import Queue
 
 from leaderboard.keys import content_hash, judgement_key, orient
 from leaderboard.players import player_of
-from leaderboard.types import Submission, Winner
+from leaderboard.types import Level, Submission, Winner
 from service.app import create_app
-from service.config import Settings
+from service.config import DEFAULT_JUDGE, Settings
+from service.routes.leaderboard import board_at, compute_board
 from service.store import NewJudgement, Store
+from tests.test_boards import counted_seqs
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -114,6 +118,10 @@ def test_ranks_models_by_the_planted_preference(client: TestClient, queue: Queue
     assert rows[0]["elo"] > rows[1]["elo"] > rows[2]["elo"]
     for row in rows:
         assert row["ci_low"] <= row["rating"] <= row["ci_high"]
+    assert rows[0]["rank"] == 1 and [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
+    for row in rows:
+        assert 1 <= row["rank_low"] <= row["rank"] <= row["rank_high"] <= 3
+    assert body["revision"] == 12
 
 
 def test_inconsistent_verdicts_count_as_ties(client: TestClient, queue: Queue) -> None:
@@ -191,7 +199,7 @@ def test_judge_filter(client: TestClient, queue: Queue) -> None:
     assert (likes_b["judge"], likes_b["judgements"]) == ("anthropic/likes-b", 2)
     assert [r["player"] for r in likes_b["rows"]] == ["b", "a"]
     assert board(client, judge="openai/nobody") == {
-        "by": "model", "tournament": None, "judge": "openai/nobody", "rows": [], "judgements": 0,
+        "by": "model", "tournament": None, "judge": "openai/nobody", "rows": [], "judgements": 0, "revision": 4,
     }
 
 
@@ -216,15 +224,134 @@ def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: 
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;i&gt;terse&lt;/i&gt;" in page
     assert "&lt;b onmouseover=&quot;x&quot;&gt;night&lt;/b&gt;" in page
-    assert page.count("<table>") == 4  # models, scenarios, systems, tournaments
-    for caption in ("Models", "Scenarios", "Systems (model + scenario)", "Recent tournaments"):
+    assert page.count("<table>") == 5  # models, scenarios, systems, scenario effects, tournaments
+    captions = ("Models", "Scenarios", "Systems (model + scenario)", "What a scenario is worth", "Recent tournaments")
+    for caption in captions:
         assert f"<caption>{caption}" in page
+    worth = page.split("<caption>What a scenario is worth")[1].split("</table>")[0]
+    assert "&lt;i&gt;terse&lt;/i&gt;" in worth and "default" in worth
     models_table = page.split("<caption>Models")[1].split("</table>")[0]
     assert models_table.index("good") < models_table.index("&lt;script&gt;")  # ranked first
     assert "<td class=num>1 / 1</td>" in page and "<td>done</td>" in page
 
 
 def test_empty_board(client: TestClient) -> None:
-    assert board(client) == {"by": "model", "tournament": None, "judge": None, "rows": [], "judgements": 0}
+    assert board(client) == {
+        "by": "model", "tournament": None, "judge": None, "rows": [], "judgements": 0, "revision": 0,
+    }
+    assert board(client, "/api/leaderboard/effects") == {
+        "tournament": None, "judge": None, "models": [], "scenarios": [], "battles": 0, "revision": 0,
+    }
     page = client.get("/").text
     assert "No judgements yet" in page and "No tournaments yet" in page
+
+
+def test_the_board_follows_new_judgements_at_once(client: TestClient, queue: Queue) -> None:
+    """Each request after a resolve includes it, through the cache, and equals a rebuild."""
+    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    models = [("a", "s1"), ("b", "s1"), ("c", "s2")]
+    submit(client, ["q1"], models)
+    start(client)
+    work(client, queue, by_strength("a", "b", "c"))
+    seen = {by: board(client, by=by) for by in ("model", "scenario", "model+scenario")}
+    for n in range(2, 5):  # a new question per round: new judgements, never a cache hit
+        submit(client, [f"q{n}"], models)
+        start(client)
+        assert work(client, queue, by_strength("c", "b", "a")) == 3
+        for by, level in (("model", Level.MODEL), ("scenario", Level.SCENARIO), ("model+scenario", Level.SYSTEM)):
+            body = board(client, by=by)
+            rebuilt = compute_board(store, level, k=32.0)
+            assert body["revision"] == store.revision() > seen[by]["revision"]
+            assert body["judgements"] == rebuilt.judgements > seen[by]["judgements"]
+            assert [(r["player"], r["wins"], r["losses"]) for r in body["rows"]] == [
+                (r.player, r.wins, r.losses) for r in rebuilt.rows
+            ]
+            assert [r["rating"] for r in body["rows"]] == pytest.approx([r.rating for r in rebuilt.rows], abs=1e-6)
+            assert [r["elo"] for r in body["rows"]] == pytest.approx([r.elo for r in rebuilt.rows], abs=1e-6)
+            seen[by] = body
+
+
+def test_filtered_boards_move_with_the_revision(client: TestClient, queue: Queue) -> None:
+    submit(client, ["q1", "q2"], [("a", "default"), ("b", "default"), ("c", "default")])
+    first = start(client, models=["a", "b"])
+    work(client, queue, by_strength("a", "b", "c"))
+    before = board(client, tournament=first, judge=DEFAULT_JUDGE)
+    assert before["judgements"] == 2
+    submit(client, ["q3"], [("a", "default"), ("b", "default")])
+    second = start(client, models=["a", "b"])
+    empty = board(client, tournament=second)
+    assert (empty["rows"], empty["revision"]) == ([], 2)
+    work(client, queue, by_strength("b", "a"))  # q1, q2 reuse the first judgements; q3 is new
+    judged = board(client, tournament=second)
+    assert (judged["judgements"], judged["revision"]) == (3, 5)
+    assert [(r["player"], r["wins"]) for r in judged["rows"]] == [("a", 2), ("b", 1)]
+    after = board(client, tournament=first, judge=DEFAULT_JUDGE)
+    assert after == before | {"revision": 5}  # other tournaments' judgements stay out
+    assert board(client, judge=DEFAULT_JUDGE)["judgements"] == 3
+
+
+def test_effects_say_what_a_scenario_is_worth(client: TestClient, queue: Queue) -> None:
+    systems = [("A", "s1"), ("A", "s2"), ("B", "s1"), ("B", "s2")]
+    submit(client, [f"q{i}" for i in range(6)], systems)
+    tid = start(client)
+
+    def worth(s: Submission) -> int:  # model A adds 1, scenario s2 adds 1: A/s1 ties B/s2
+        return (s.model == "A") + (s.scenario == "s2")
+
+    def prefer(a: Submission, b: Submission) -> Winner:
+        return Winner.TIE if worth(a) == worth(b) else Winner.A if worth(a) > worth(b) else Winner.B
+
+    work(client, queue, prefer)
+    body = board(client, "/api/leaderboard/effects")
+    assert (body["tournament"], body["judge"], body["revision"]) == (None, None, 36)
+    assert body["battles"] == 36
+    assert [m["model"] for m in body["models"]] == ["A", "B"]
+    assert [s["scenario"] for s in body["scenarios"]] == ["s2", "s1"]
+    for row in body["models"] + body["scenarios"]:
+        assert row["ci_low"] <= row["effect"] <= row["ci_high"]
+    assert body["scenarios"][0]["effect"] > body["scenarios"][1]["effect"]
+    assert board(client, "/api/leaderboard/effects", tournament=tid)["scenarios"] == body["scenarios"]
+    assert board(client, "/api/leaderboard/effects", judge="nobody/none")["battles"] == 0
+    assert client.get("/api/leaderboard/effects", params={"tournament": 999}).status_code == 404
+
+    page = client.get("/").text
+    table = page.split("<caption>What a scenario is worth")[1].split("</table>")[0]
+    assert table.index("s2") < table.index("s1")
+
+
+def test_concurrent_requests_while_judgements_resolve(client: TestClient, queue: Queue) -> None:
+    """Readers in threads see boards equal to a rebuild at their revision: nothing counted twice."""
+    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    systems = [(m, "default") for m in ("a", "b", "c", "d")]
+    submit(client, [f"q{i}" for i in range(8)], systems)
+    start(client)
+    seen: list[dict] = []
+    errors: list[Exception] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                seen.append(board(client, by="model"))
+        except Exception as exc:  # noqa: BLE001 (reported below: an assert in a thread would vanish)
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    try:
+        work(client, queue, by_strength("a", "b", "c", "d"))
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=60)
+    assert not errors, errors
+    rows, seqs = store.side_rows(), counted_seqs(store)
+    assert len({b["revision"] for b in seen}) > 5
+    for body in {b["revision"]: b for b in seen}.values():
+        upto = rows[: bisect.bisect_right(seqs, body["revision"])]
+        rebuilt = board_at(upto, Level.MODEL, k=32.0)
+        assert body["judgements"] == rebuilt.judgements == body["revision"]
+        assert [(r["player"], r["wins"], r["losses"], r["ties"]) for r in body["rows"]] == [
+            (r.player, r.wins, r.losses, r.ties) for r in rebuilt.rows
+        ]

@@ -1,26 +1,29 @@
-"""The leaderboard over the API: ratings computed on request from the stored judgements.
+"""The leaderboard over the API: boards served by the app's `BoardCache`, current on every request.
 
 Ratings are a view, never stored: the store yields one row per judgement and pair of submissions
-(so a judgement shared by several tournaments counts once), `battles_at_level` keeps the rows
-whose two sides are different players at the chosen level, and `build_board` fits them.
+(so a judgement shared by several tournaments counts once), a level keeps the rows whose two
+sides are different players there, and the board fits them. The cache (service.boards) follows
+new judgements incrementally, so a request costs one revision read when nothing changed and the
+new rows only when something did. `compute_board` is the from-scratch path, kept for exports and
+as the benchmark's baseline.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel
 
 from leaderboard.board import build_board
 from leaderboard.players import SideRow, battles_at_level
 from leaderboard.types import Level, Rating
 from service.api_models import ErrorOut, LeaderboardOut, LeaderboardRow
-from service.config import Settings
+from service.boards import Board, BoardCache
 from service.store import Store
 
-from .common import ApiError, get_settings, get_store
+from .common import ApiError
 
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"])
 
@@ -43,28 +46,25 @@ def parse_level(by: str) -> Level:
     return level
 
 
-@dataclass(frozen=True)
-class Board:
-    """A computed leaderboard and how many judgements it rests on."""
-
-    level: Level
-    rows: list[Rating]
-    judgements: int
-
-
-def board_at(rows: Sequence[SideRow], level: Level, *, k: float) -> Board:
-    """The board at one level over the store's side rows."""
+def board_at(rows: Sequence[SideRow], level: Level, *, k: float, revision: int = 0) -> Board:
+    """The board at one level over the store's side rows, from scratch."""
     battles = battles_at_level(rows, level)
-    return Board(level=level, rows=build_board(battles, k=k), judgements=len(battles))
+    return Board(level=level, rows=build_board(battles, k=k), judgements=len(battles), revision=revision)
 
 
 def compute_board(
     store: Store, level: Level, *, k: float, tournament_id: int | None = None, judge: str | None = None
 ) -> Board:
-    """The board at one level; raises NotFound for an unknown tournament."""
+    """The board at one level from every stored row; raises NotFound for an unknown tournament."""
     if tournament_id is not None:
         store.get_tournament(tournament_id)
-    return board_at(store.side_rows(tournament_id=tournament_id, judge=judge), level, k=k)
+    revision = store.revision()
+    return board_at(store.side_rows(tournament_id=tournament_id, judge=judge), level, k=k, revision=revision)
+
+
+def get_boards(request: Request) -> BoardCache:
+    """The board cache opened by the lifespan."""
+    return request.app.state.boards
 
 
 def finite(value: Any) -> float | None:
@@ -73,9 +73,56 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def row_out(row: Rating) -> LeaderboardRow:
-    """One Rating as the API shows it."""
-    return LeaderboardRow(
+class RankedRow(LeaderboardRow):
+    """A board row with its rank and the range of ranks its 95% interval allows."""
+
+    rank: int
+    rank_low: int | None
+    rank_high: int | None
+
+
+class RankedBoardOut(LeaderboardOut):
+    """Rows best first; `revision` counts the resolved matches the board includes (it only grows)."""
+
+    rows: list[RankedRow]  # type: ignore[assignment]
+    revision: int
+
+
+class EffectRow(BaseModel):
+    """An effect in Elo points with its 95% interval; None when it could not be estimated."""
+
+    effect: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class ModelEffect(EffectRow):
+    model: str
+
+
+class ScenarioEffect(EffectRow):
+    scenario: str
+
+
+class EffectsOut(BaseModel):
+    """How much each model and each scenario adds to a system's strength, largest first."""
+
+    tournament: int | None
+    judge: str | None
+    models: list[ModelEffect]
+    scenarios: list[ScenarioEffect]
+    battles: int
+    revision: int
+
+
+def optional_int(value: Any) -> int | None:
+    """An int, or None for a missing value."""
+    return None if value is None else int(value)
+
+
+def row_out(row: Rating, position: int) -> RankedRow:
+    """One Rating as the API shows it; `position` (1 for the first row) stands in for a missing rank."""
+    return RankedRow(
         player=row.player,
         rating=finite(row.rating),
         ci_low=finite(row.ci_low),
@@ -85,24 +132,68 @@ def row_out(row: Rating) -> LeaderboardRow:
         losses=int(row.losses),
         ties=int(row.ties),
         matches=int(row.matches),
+        rank=int(row.extra.get("rank", position)),
+        rank_low=optional_int(row.extra.get("rank_low")),
+        rank_high=optional_int(row.extra.get("rank_high")),
     )
 
 
-@router.get("", response_model=LeaderboardOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+EffectLine = tuple[str, float | None, float | None, float | None]
+
+
+def effect_rows(effects: dict[str, tuple[float, float, float]]) -> list[EffectLine]:
+    """(name, effect, low, high), largest effect first, JSON-safe."""
+    ordered = sorted(effects.items(), key=lambda item: (-_sortable(item[1][0]), item[0]))
+    return [(name, finite(e), finite(low), finite(high)) for name, (e, low, high) in ordered]
+
+
+def _sortable(value: float) -> float:
+    number = finite(value)
+    return -math.inf if number is None else number
+
+
+TOURNAMENT = Query(description="only this tournament and its scheduled runs")
+JUDGE = Query(description='only this judge, "provider/model"')
+
+
+@router.get("", response_model=RankedBoardOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
 def get_leaderboard(
-    store: Annotated[Store, Depends(get_store)],
-    settings: Annotated[Settings, Depends(get_settings)],
+    boards: Annotated[BoardCache, Depends(get_boards)],
     by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model",
-    tournament: Annotated[int | None, Query(description="only this tournament and its scheduled runs")] = None,
-    judge: Annotated[str | None, Query(description='only this judge, "provider/model"')] = None,
-) -> LeaderboardOut:
+    tournament: Annotated[int | None, TOURNAMENT] = None,
+    judge: Annotated[str | None, JUDGE] = None,
+) -> RankedBoardOut:
     """Players best first by Bradley-Terry rating (Elo scale, 1000 = the mean player), with 95%
-    intervals, online Elo and win/loss/tie counts."""
-    board = compute_board(store, parse_level(by), k=settings.elo_k, tournament_id=tournament, judge=judge)
-    return LeaderboardOut(
+    intervals, rank ranges, online Elo and win/loss/tie counts. Current on every request: it
+    includes every judgement resolved before the request arrived."""
+    board = boards.board(parse_level(by), tournament_id=tournament, judge=judge)
+    return RankedBoardOut(
         by=board.level.value,
         tournament=tournament,
         judge=judge,
-        rows=[row_out(r) for r in board.rows],
+        rows=[row_out(r, i) for i, r in enumerate(board.rows, start=1)],
         judgements=board.judgements,
+        revision=board.revision,
+    )
+
+
+@router.get("/effects", response_model=EffectsOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+def get_effects(
+    boards: Annotated[BoardCache, Depends(get_boards)],
+    tournament: Annotated[int | None, TOURNAMENT] = None,
+    judge: Annotated[str | None, JUDGE] = None,
+) -> EffectsOut:
+    """Model and scenario effects fitted together (a system's strength is its model's plus its
+    scenario's), in Elo points with 95% intervals: what a scenario is worth across models."""
+    fitted = boards.effects(tournament_id=tournament, judge=judge)
+    effects = fitted.effects
+    return EffectsOut(
+        tournament=tournament,
+        judge=judge,
+        models=[ModelEffect(model=n, effect=e, ci_low=lo, ci_high=hi)
+                for n, e, lo, hi in effect_rows(effects.models)],
+        scenarios=[ScenarioEffect(scenario=n, effect=e, ci_low=lo, ci_high=hi)
+                   for n, e, lo, hi in effect_rows(effects.scenarios)],
+        battles=int(effects.battles),
+        revision=fitted.revision,
     )

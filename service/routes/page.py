@@ -1,4 +1,4 @@
-"""The web page: the leaderboards and the recent tournaments, rendered on the server.
+"""The web page, rendered on the server: the boards, what a scenario is worth, recent tournaments.
 
 Plain HTML that reads without JavaScript and refreshes itself every 30 seconds. Every piece of
 text that came from a user (model and scenario names, tournament names, judges) goes through
@@ -14,12 +14,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse
 
-from leaderboard.types import Level
-from service.config import Settings
+from leaderboard.types import Level, Rating
+from service.boards import Board, BoardCache, EffectsAt
 from service.store import Store
 
-from .common import get_settings, get_store
-from .leaderboard import Board, board_at, finite
+from .common import get_store
+from .leaderboard import effect_rows, finite, get_boards
 
 router = APIRouter(tags=["page"])
 
@@ -47,6 +47,14 @@ def number(value: float | None, digits: int = 0) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def rank_text(row: Rating, position: int) -> str:
+    """The rank, with the range its interval allows when that is wider than one place."""
+    rank, low, high = row.extra.get("rank", position), row.extra.get("rank_low"), row.extra.get("rank_high")
+    if low is None or high is None or low == high:
+        return esc(rank)
+    return f"{esc(rank)} <span class=muted>({esc(low)}–{esc(high)})</span>"
+
+
 def board_table(board: Board) -> str:
     """One leaderboard as a <table>."""
     title = esc(TITLES[board.level])
@@ -61,15 +69,48 @@ def board_table(board: Board) -> str:
         )
     body = "".join(
         "<tr>"
-        f"<td class=num>{rank}</td><td>{esc(row.player)}</td><td class=num>{number(row.rating)}</td>"
+        f"<td class=num>{rank_text(row, position)}</td><td>{esc(row.player)}</td>"
+        f"<td class=num>{number(row.rating)}</td>"
         f"<td class=num>{number(row.ci_low)} – {number(row.ci_high)}</td><td class=num>{number(row.elo)}</td>"
         f"<td class=num>{row.wins} / {row.losses} / {row.ties}</td><td class=num>{row.matches}</td>"
         "</tr>"
-        for rank, row in enumerate(board.rows, start=1)
+        for position, row in enumerate(board.rows, start=1)
     )
     note = f"{board.judgements} judgement{'s' if board.judgements != 1 else ''} counted"
     caption = f"{title} <span class=muted>({esc(note)})</span>"
     return f"<table><caption>{caption}</caption><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def scenarios_table(fitted: EffectsAt | None, revision: int) -> str:
+    """What each scenario adds to a system's rating across models, from the joint effects fit;
+    `revision` is the boards', so an older fit (still being refitted) says so."""
+    head = "<tr><th>Scenario</th><th class=num>Effect (Elo points)</th><th class=num>95% CI</th></tr>"
+    rows = effect_rows(fitted.effects.scenarios) if fitted is not None else []
+    body = "".join(
+        f"<tr><td>{esc(name)}</td><td class=num>{signed(effect)}</td>"
+        f"<td class=num>{signed(low)} – {signed(high)}</td></tr>"
+        for name, effect, low, high in rows
+    )
+    if fitted is None:
+        body = "<tr><td colspan=3 class=muted>Being fitted; refresh in a moment.</td></tr>"
+    elif not body:
+        body = "<tr><td colspan=3 class=muted>No judgements between systems yet.</td></tr>"
+    note = ""
+    if fitted is not None:
+        battles = fitted.effects.battles
+        note = f"model and scenario effects fitted together on {battles} judgement{'s' if battles != 1 else ''}"
+        if fitted.revision < revision:
+            note += f", {revision - fitted.revision} newer being added"
+        note = f" <span class=muted>({esc(note)})</span>"
+    return (
+        f"<table><caption>What a scenario is worth{note}</caption><thead>{head}</thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def signed(value: float | None) -> str:
+    """An effect with its sign, so +35 and -35 read as what they are."""
+    return "—" if value is None else f"{value:+.0f}"
 
 
 def when(stamp: float | None) -> str:
@@ -97,9 +138,10 @@ def tournaments_table(rows: Iterable[dict]) -> str:
     )
 
 
-def render_page(boards: Iterable[Board], recent: Iterable[dict]) -> str:
+def render_page(boards: list[Board], recent: Iterable[dict], effects: EffectsAt | None = None) -> str:
     """The whole page."""
     tables = "".join(board_table(b) for b in boards)
+    revision = max((b.revision for b in boards), default=0)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta http-equiv="refresh" content="30">'
@@ -109,16 +151,16 @@ def render_page(boards: Iterable[Board], recent: Iterable[dict]) -> str:
         "<p class=muted>Bradley-Terry ratings on the Elo scale (1000 = the mean player) with 95% intervals; "
         "Elo is the online rating in judgement order. Order-inconsistent verdicts count as ties. "
         'JSON: <a href="/api/leaderboard">/api/leaderboard</a>, API docs: <a href="/docs">/docs</a>.</p>'
-        f"{tables}{tournaments_table(recent)}"
+        f"{tables}{scenarios_table(effects, revision)}{tournaments_table(recent)}"
         "</body></html>"
     )
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def page(
-    store: Annotated[Store, Depends(get_store)], settings: Annotated[Settings, Depends(get_settings)]
+    store: Annotated[Store, Depends(get_store)], cache: Annotated[BoardCache, Depends(get_boards)]
 ) -> HTMLResponse:
-    """The leaderboards by model, by scenario and by system, and the recent tournaments."""
-    rows = store.side_rows()
-    boards = [board_at(rows, level, k=settings.elo_k) for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
-    return HTMLResponse(render_page(boards, store.list_tournaments(limit=RECENT)))
+    """The leaderboards by model, by scenario and by system (current as of this request), what a
+    scenario is worth (fitted in the background when that takes long), and the recent tournaments."""
+    boards = [cache.board(level) for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
+    return HTMLResponse(render_page(boards, store.list_tournaments(limit=RECENT), cache.effects_soon()))

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sqlalchemy import or_, select
+from sqlalchemy.sql import Select
 
 from leaderboard.players import SideRow
 from leaderboard.types import Winner
 
 from . import schema as s
 from .base import Database, NotFound
+
+WINNERS = {w.value: w for w in Winner}  # a dict lookup: Winner(value) costs a second per million rows
 
 
 class Views(Database):
@@ -58,6 +62,34 @@ class Views(Database):
             for r in rows
         ]
 
+    def side_rows_since(
+        self, after_seq: int, *, judge: str | None = None, limit: int | None = None
+    ) -> tuple[list[SideRow], int]:
+        """The counted rows resolved after `after_seq`, in seq order, and the seq read up to.
+
+        An incremental board adds the rows and passes the returned seq next time, so no row is
+        missed or read twice. The seq bound is the `resolved` counter, read first: every match
+        stamped at or below it has committed (the counter and the stamp share a transaction, and
+        the counter row serialises writers), so no later read finds a gap below it. With `limit`,
+        a full batch returns the seq of its last row instead; call again until a batch is short.
+        """
+        m, j = s.matches, s.judgements
+        with self._read() as conn:
+            upto = int(conn.execute(select(s.counters.c.value).where(s.counters.c.name == "resolved")).scalar_one())
+            if upto <= after_seq:
+                return [], after_seq
+            # No status test: only resolve_match stamps a seq, so a seq means "done", and without
+            # one SQLite walks the seq index instead of every done match (then sorting them).
+            query = _side_query(m.c.seq, done=False).where(m.c.counted.is_(True), m.c.seq > after_seq, m.c.seq <= upto)
+            if judge is not None:
+                query = query.join(j, j.c.id == m.c.judgement_id).where(j.c.judge == judge)
+            if limit is not None:
+                query = query.limit(limit)
+            rows = conn.execute(query).all()
+        if limit is not None and len(rows) == limit:
+            upto = int(rows[-1].seq)
+        return [SideRow(am, asc, bm, bsc, WINNERS[outcome], q) for _, outcome, am, asc, bm, bsc, q in rows], upto
+
     def side_rows(
         self, *, tournament_id: int | None = None, judge: str | None = None, after_seq: int = 0
     ) -> list[SideRow]:
@@ -70,24 +102,7 @@ class Views(Database):
         if tournament_id is not None and after_seq:
             raise ValueError("after_seq reads the overall board only: a tournament's rows dedupe over all its runs")
         m, j, t = s.matches, s.judgements, s.tournaments
-        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
-        query = (
-            select(
-                m.c.judgement_id,
-                m.c.a_id,
-                m.c.b_id,
-                m.c.outcome,
-                sa.c.model.label("a_model"),
-                sa.c.scenario.label("a_scenario"),
-                sb.c.model.label("b_model"),
-                sb.c.scenario.label("b_scenario"),
-                sa.c.question_id,
-            )
-            .join(sa, sa.c.id == m.c.a_id)
-            .join(sb, sb.c.id == m.c.b_id)
-            .where(m.c.status == "done", m.c.seq > after_seq)
-            .order_by(m.c.seq)
-        )
+        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id).where(m.c.seq > after_seq)
         if tournament_id is None:
             query = query.where(m.c.counted.is_(True))
         else:
@@ -106,6 +121,28 @@ class Views(Database):
                     seen.add(pair)
                 rows.append(SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id))
         return rows
+
+
+def _side_query(*extra: Any, done: bool = True) -> Select:
+    """Matches (`done` ones only, by default) with both sides' model and scenario and the
+    question, in resolve order."""
+    m = s.matches
+    sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
+    query = (
+        select(
+            *extra,
+            m.c.outcome,
+            sa.c.model.label("a_model"),
+            sa.c.scenario.label("a_scenario"),
+            sb.c.model.label("b_model"),
+            sb.c.scenario.label("b_scenario"),
+            sa.c.question_id,
+        )
+        .join(sa, sa.c.id == m.c.a_id)
+        .join(sb, sb.c.id == m.c.b_id)
+        .order_by(m.c.seq)
+    )
+    return query.where(m.c.status == "done") if done else query
 
 
 def _calls_for(calls: list[dict], judged: tuple[int, int], match: tuple[int, int], same_side: bool) -> list[dict]:

@@ -1,0 +1,279 @@
+"""Boards served from memory and kept current one judgement at a time.
+
+Why: rebuilding a board from a million stored judgements costs seconds, and the page and the API
+ask for one on every request. So the overall board lives in a `Tally` per level, and each request
+first reads the store's revision (one indexed single-row read, taken at request time): if
+judgements were resolved since the cache last looked, only those rows are read and added, under
+the cache's lock, before the board is served. A request that arrives after a resolve therefore
+always sees it, and a row is never added twice: the store hands out rows by resolve seq together
+with the seq it read up to. Boards are memoised per level until the seq moves, so repeated
+requests at one revision cost the revision read and nothing else.
+
+Filters: a judge on its own is a stream of its own (the same incremental path, a few kept in an
+LRU). A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch
+when the revision moves and a few are kept in an LRU keyed by (level, filters).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from leaderboard.battles import BattleLike
+from leaderboard.effects import Effects, fit_effects
+from leaderboard.players import SideRow, player_of
+from leaderboard.tally import Tally
+from leaderboard.types import Level, Rating
+from service.store import Store
+
+log = logging.getLogger(__name__)
+
+LEVELS = (Level.MODEL, Level.SCENARIO, Level.SYSTEM)
+CHUNK = 100_000  # rows read per query while catching up, to bound memory on a cold start
+STREAMS = 8  # judge-filtered streams kept
+FILTERED = 32  # tournament-filtered boards and effect fits kept
+
+
+@dataclass(frozen=True)
+class Board:
+    """A leaderboard, how many judgements it counts, and the revision it includes everything up to."""
+
+    level: Level
+    rows: list[Rating]
+    judgements: int
+    revision: int
+
+
+@dataclass(frozen=True)
+class EffectsAt:
+    """Model and scenario effects fitted on the judgements up to `revision`."""
+
+    effects: Effects
+    revision: int
+
+
+class Players:
+    """Each submission's player names at every level, made once and shared by every battle."""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+    def names(self, model: str, scenario: str) -> tuple[str, str, str]:
+        """(model player, scenario player, system player), as `player_of` names them."""
+        key = (model, scenario)
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = (
+                player_of(model, scenario, Level.MODEL),
+                player_of(model, scenario, Level.SCENARIO),
+                player_of(model, scenario, Level.SYSTEM),
+            )
+        return names
+
+    def battles(self, rows: Iterable[SideRow]) -> dict[Level, list[BattleLike]]:
+        """`leaderboard.players.battles_at_level` for every level in one pass, as plain tuples:
+        a cold start turns millions of rows into battles, and a tuple costs a fraction of a `Battle`."""
+        found: list[list[BattleLike]] = [[] for _ in LEVELS]
+        model, scenario, system = (battles.append for battles in found)
+        for row in rows:
+            a = self.names(row.a_model, row.a_scenario)
+            b = self.names(row.b_model, row.b_scenario)
+            winner, question = row.winner, row.question_id
+            if a[0] != b[0]:
+                model((a[0], b[0], winner, question))
+            if a[1] != b[1]:
+                scenario((a[1], b[1], winner, question))
+            if a[2] != b[2]:
+                system((a[2], b[2], winner, question))
+        return dict(zip(LEVELS, found))
+
+
+def board_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision: int) -> Board:
+    """A board from scratch (for filters that cannot be followed incrementally)."""
+    tally = Tally(k=k)
+    battles = Players().battles(rows)[level]
+    tally.add(battles)
+    return Board(level=level, rows=tally.board(), judgements=len(battles), revision=revision)
+
+
+class Stream:
+    """The counted judgements of one judge (or of all), folded into one Tally per level."""
+
+    def __init__(self, store: Store, k: float, judge: str | None = None) -> None:
+        self.store = store
+        self.k = k
+        self.judge = judge
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seq = 0
+        self._players = Players()
+        self._tallies = {level: Tally(k=self.k) for level in Level}
+        self._boards: dict[Level, Board] = {}
+
+    def board(self, level: Level, revision: int) -> Board:
+        """The board including every judgement resolved up to `revision` (or later)."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            board = self._boards.get(level)
+            if board is None:
+                rows = self._tallies[level].board()
+                board = self._boards[level] = Board(level, rows, self._tallies[level].battles, self.seq)
+            return board
+
+    def _catch_up(self) -> None:
+        """Add the rows resolved since `seq`; on any error start over rather than half-add."""
+        try:
+            while True:
+                rows, seq = self.store.side_rows_since(self.seq, judge=self.judge, limit=CHUNK)
+                for level, battles in self._players.battles(rows).items():
+                    self._tallies[level].add(battles)
+                if seq != self.seq:
+                    self.seq = seq
+                    self._boards.clear()
+                if len(rows) < CHUNK:
+                    return
+        except BaseException:
+            self._reset()
+            raise
+
+
+class Revisioned(Protocol):
+    """A result that knows the revision it includes everything up to."""
+
+    @property
+    def revision(self) -> int: ...
+
+
+R = TypeVar("R", bound=Revisioned)
+
+
+class Lru(Generic[R]):
+    """Results by key, each tagged with its revision; the least recently used go past `size`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, R] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, revision: int) -> R | None:
+        """The entry if it includes everything up to `revision`."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item.revision < revision:
+                return None
+            self._items.move_to_end(key)
+            return item
+
+    def put(self, key: Hashable, item: R) -> None:
+        """Keep `item` unless a thread that finished first left a newer one."""
+        with self._lock:
+            old = self._items.get(key)
+            if old is None or old.revision <= item.revision:
+                self._items[key] = item
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class BoardCache:
+    """Current boards for the API and the page: incremental overall, cached by revision otherwise.
+
+    Thread-safe: FastAPI runs sync routes in a thread pool, and a background thread may warm it.
+    """
+
+    def __init__(self, store: Store, k: float) -> None:
+        self.store = store
+        self.k = k
+        self._overall = Stream(store, k)
+        self._streams: OrderedDict[str, Stream] = OrderedDict()  # by judge, least recent first
+        self._lock = threading.Lock()
+        self._filtered: Lru[Board] = Lru(FILTERED)
+        self._effects: Lru[EffectsAt] = Lru(FILTERED)
+        self._latest_effects: EffectsAt | None = None  # overall, for the page
+        self._refit: threading.Thread | None = None
+
+    def board(self, level: Level, *, tournament_id: int | None = None, judge: str | None = None) -> Board:
+        """The board for these filters, current as of this call; NotFound for an unknown tournament."""
+        if tournament_id is not None:
+            self.store.get_tournament(tournament_id)
+        revision = self.store.revision()
+        if tournament_id is None:
+            return self._stream(judge).board(level, revision)
+        key = (level, tournament_id, judge)
+        cached = self._filtered.get(key, revision)
+        if cached is not None:
+            return cached
+        rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+        board = board_from_rows(rows, level, k=self.k, revision=revision)
+        self._filtered.put(key, board)
+        return board
+
+    def effects(self, *, tournament_id: int | None = None, judge: str | None = None) -> EffectsAt:
+        """Model and scenario effects over the filtered judgements, refitted when the revision moves."""
+        if tournament_id is not None:
+            self.store.get_tournament(tournament_id)
+        revision = self.store.revision()
+        key = (tournament_id, judge)
+        cached = self._effects.get(key, revision)
+        if cached is not None:
+            return cached
+        rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+        fitted = EffectsAt(fit_effects(rows), revision)
+        self._effects.put(key, fitted)
+        if key == (None, None):
+            with self._lock:
+                if self._latest_effects is None or self._latest_effects.revision < revision:
+                    self._latest_effects = fitted
+        return fitted
+
+    def effects_soon(self, wait_s: float = 1.0) -> EffectsAt | None:
+        """The overall effects for the page: current when they can be fitted within `wait_s`,
+        else the last fit (its revision says how old; None before the first) while the refit
+        goes on in the background. Why: the fit reads every judgement (seconds at a million),
+        and the page must not wait for it; the boards themselves are always current.
+        """
+        revision = self.store.revision()
+        with self._lock:
+            latest = self._latest_effects
+            if latest is not None and latest.revision >= revision:
+                return latest
+            if self._refit is None or not self._refit.is_alive():
+                self._refit = threading.Thread(target=self._fit_overall, name="joust-effects", daemon=True)
+                self._refit.start()
+            refit = self._refit
+        refit.join(wait_s)
+        with self._lock:
+            return self._latest_effects
+
+    def _fit_overall(self) -> None:
+        try:
+            self.effects()
+        except Exception:  # the page keeps the previous fit; the API reports the error
+            log.exception("fitting the model and scenario effects failed")
+
+    def warm(self) -> None:
+        """Build the overall boards now, so the first request does not pay for a cold start."""
+        try:
+            for level in Level:
+                self.board(level)
+        except Exception:  # a failed warm-up only means the first request builds the board
+            log.exception("warming the leaderboard cache failed")
+
+    def _stream(self, judge: str | None) -> Stream:
+        """The overall stream, or a judge's (made on first use; the least recent beyond STREAMS go)."""
+        if judge is None:
+            return self._overall
+        with self._lock:
+            stream = self._streams.get(judge)
+            if stream is None:
+                stream = self._streams[judge] = Stream(self.store, self.k, judge)
+                while len(self._streams) > STREAMS:
+                    self._streams.popitem(last=False)
+            self._streams.move_to_end(judge)
+            return stream
