@@ -8,7 +8,7 @@ through a Tally too, so the incremental board and the from-scratch board cannot 
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -34,6 +34,7 @@ class Tally:
         self._index: dict[str, int] = {}  # player → row in the stack, in order of appearance
         self._stack = np.zeros((CHANNELS, 0, 0))
         self._battles = 0
+        self._fitted: dict[str, float] | None = None  # the last board's ratings: the next fit's start
 
     @property
     def battles(self) -> int:
@@ -86,7 +87,9 @@ class Tally:
 
     def board(self) -> list[Rating]:
         """The leaderboard rows, best first; see `leaderboard.board.build_board`."""
-        return board_from_counts(self.counts(), self._elo)
+        rows = board_from_counts(self.counts(), self._elo, start=self._fitted)
+        self._fitted = {row.player: row.rating for row in rows}
+        return rows
 
     def copy(self) -> Tally:
         """An independent copy (O(players²)): fork a board without recounting."""
@@ -94,10 +97,13 @@ class Tally:
         twin._elo = dict(self._elo)
         twin._index = dict(self._index)
         twin._stack = self._stack.copy()
+        twin._fitted = None if self._fitted is None else dict(self._fitted)
         return twin
 
 
-def board_from_counts(counts: PairCounts, elo: dict[str, float]) -> list[Rating]:
+def board_from_counts(
+    counts: PairCounts, elo: dict[str, float], *, start: Mapping[str, float] | None = None
+) -> list[Rating]:
     """Rows best first (rating descending, then name), from pair counts and live Elo.
 
     rating/ci_low/ci_high: Bradley-Terry, default ridge, 95% closed-form (Fisher) interval;
@@ -106,7 +112,7 @@ def board_from_counts(counts: PairCounts, elo: dict[str, float]) -> list[Rating]
     """
     if not counts.players:
         return []
-    fitted = bradley_terry_intervals(counts, confidence=0.95)
+    fitted = bradley_terry_intervals(counts, confidence=0.95, start=start)
     records = standings(counts).records
     ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
     # Rounded so that float noise between equal ratings cannot beat the name order.

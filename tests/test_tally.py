@@ -1,6 +1,8 @@
 """Tally: the incremental aggregate gives the same board as building it from all battles at once."""
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,19 @@ def test_empty_and_malformed() -> None:
         tally.add([("a", "c", "A"), ("a", "a", "B")])  # the bad one is second: nothing is counted
     assert tally.battles == 1 and tally.players == ["a", "b"]
     assert_same_board(tally.board(), before)
+
+
+def test_a_warm_started_board_equals_a_cold_one() -> None:
+    """Refits start from the previous board's ratings; the optimum must not depend on it."""
+    rng = random.Random(11)
+    players = [f"p{i}" for i in range(12)]
+    stream = [Battle(*rng.sample(players, 2), rng.choice(list(Winner))) for _ in range(600)]
+    warm = Tally()
+    for start in range(0, 600, 50):
+        warm.add(stream[start:start + 50])
+        warm_rows = warm.board()
+        cold_rows = build_board(stream[: start + 50])
+        assert [r.player for r in warm_rows] == [r.player for r in cold_rows]
+        for w, c in zip(warm_rows, cold_rows):
+            assert w.rating == pytest.approx(c.rating, abs=1e-7)
+            assert w.ci_low == pytest.approx(c.ci_low, abs=1e-7)
