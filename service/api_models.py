@@ -87,11 +87,14 @@ class TournamentIn(BaseModel):
     seed: Annotated[StrictInt, Field(ge=0, lt=2**63)] | None = None
     judge: JudgeSpec | None = None  # default: settings.judge
     order: Literal["both", "single"] = "both"
-    criteria: Literal["overall"] = "overall"
+    # workers.criteria.CRITERIA: the pairwise prompt, five dimensions, or the Comparative-QA rubric.
+    criteria: Literal["overall", "dimensions", "compqa"] = "overall"
     models: Filter | None = None
     scenarios: Filter | None = None
     questions: Filter | None = None
     schedule: Cron | None = None
+    # USD a run may spend on judge calls; the run stops (stopped_reason "budget") once reached.
+    budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
     @model_validator(mode="after")
     def _sampled_needs_opponents(self) -> TournamentIn:
@@ -134,6 +137,29 @@ class TournamentCreated(BaseModel):
     status: str
     matches_total: int
     queued: bool
+
+
+class DryRunOut(BaseModel):
+    """What a run would take if started now (`POST /api/tournaments?dry_run=true`); nothing is
+    created. `cached`: matches a judgement answers without a call; `estimated_cost_usd` is
+    null when the judge has no price (`priced` false) or the criteria set no prompt size; `seed`
+    is the sampled plan's seed, to send back so the run plans the same pairs."""
+
+    matches: int
+    calls: int
+    cached: int
+    estimated_cost_usd: float | None
+    judge: str
+    priced: bool
+    seed: int | None
+
+
+class AnalysisQueued(BaseModel):
+    """A tie analysis on its way: follow `GET /api/judgements/{judgement_id}`."""
+
+    judgement_id: int
+    status: str
+    job_id: str
 
 
 class LeaderboardRow(BaseModel):

@@ -29,7 +29,16 @@ from service.api_models import check_judge_spec
 from service.boards import BoardCache
 from service.config import Settings
 from service.queue import JobQueue
-from service.routes import health, judges, leaderboard, page, submissions, tournaments
+from service.routes import (
+    health,
+    judgements,
+    judges,
+    leaderboard,
+    page,
+    scores,
+    submissions,
+    tournaments,
+)
 from service.routes.common import ApiError, describe_errors
 from service.store import Conflict, NotFound, Store
 
@@ -204,6 +213,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, leaderboard, health, page, judges):
+    for module in (submissions, tournaments, judgements, leaderboard, health, page, judges, scores):
         app.include_router(module.router)
     return app

@@ -11,7 +11,9 @@ requests at one revision cost the revision read and nothing else.
 
 Filters: a judge on its own is a stream of its own (the same incremental path, a few kept in an
 LRU). A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch
-when the revision moves and a few are kept in an LRU keyed by (level, filters).
+when the revision moves and a few are kept in an LRU keyed by (level, filters). So is a board
+by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
+calls at read time.
 """
 from __future__ import annotations
 
@@ -198,11 +200,19 @@ class BoardCache:
         self._latest_effects: EffectsAt | None = None  # overall, for the page
         self._refit: threading.Thread | None = None
 
-    def board(self, level: Level, *, tournament_id: int | None = None, judge: str | None = None) -> Board:
-        """The board for these filters, current as of this call; NotFound for an unknown tournament."""
+    def board(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None,
+    ) -> Board:
+        """The board for these filters, current as of this call; NotFound for an unknown tournament.
+
+        With `dimension`, the board ranks by that dimension of the `dimensions` judgements only,
+        rebuilt from scratch when the revision moves (like a tournament's board)."""
         if tournament_id is not None:
             self.store.get_tournament(tournament_id)
         revision = self.store.revision()
+        if dimension is not None:
+            return self._dimension_board(level, dimension, tournament_id, judge, revision)
         if tournament_id is None:
             return self._stream(judge).board(level, revision)
         key = (level, tournament_id, judge)
@@ -210,6 +220,18 @@ class BoardCache:
         if cached is not None:
             return cached
         rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+        board = board_from_rows(rows, level, k=self.k, revision=revision)
+        self._filtered.put(key, board)
+        return board
+
+    def _dimension_board(
+        self, level: Level, dimension: str, tournament_id: int | None, judge: str | None, revision: int
+    ) -> Board:
+        key = ("dimension", dimension, level, tournament_id, judge)
+        cached = self._filtered.get(key, revision)
+        if cached is not None:
+            return cached
+        rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
         board = board_from_rows(rows, level, k=self.k, revision=revision)
         self._filtered.put(key, board)
         return board

@@ -1,6 +1,7 @@
 """The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
 run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines);
-`import` and `export` move judgements and boards in and out of the store (no Redis needed)."""
+`import` and `export` move judgements and boards in and out of the store (no Redis needed);
+`tournament create` starts a tournament, or with `--dry-run` only counts its calls and cost."""
 from __future__ import annotations
 
 import argparse
@@ -174,6 +175,69 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tournament(args: argparse.Namespace) -> int:
+    """Start a tournament (needs REDIS_URL), or with --dry-run print what it would take."""
+    import json
+    from dataclasses import asdict
+
+    from pydantic import TypeAdapter
+
+    from . import tournaments
+    from .api_models import TournamentIn
+    from .routes.common import ApiError, validate
+    from .routes.tournaments import build_spec, check_budget
+
+    settings = _settings(args)
+    fields = {"name": args.name, "mode": args.mode, "opponents": args.opponents, "seed": args.seed,
+              "judge": args.judge, "order": args.order, "criteria": args.criteria, "models": args.model,
+              "scenarios": args.scenario, "questions": args.question, "budget": args.budget}
+    try:
+        request = validate(TypeAdapter(TournamentIn), {k: v for k, v in fields.items() if v is not None})
+        spec = build_spec(request, settings)
+        check_budget(spec, settings)
+    except ApiError as exc:
+        print(f"joust tournament: {exc.message}", file=sys.stderr)
+        return 2
+    store = _open_store(settings)
+    try:
+        if args.dry_run:
+            out = {**asdict(tournaments.dry_run(store, spec, settings.price_table())), "seed": spec["seed"]}
+        else:
+            from redis import Redis
+
+            from .queue import JobQueue
+
+            queue = JobQueue(Redis.from_url(_need_redis(settings)), settings.queue_name, settings.match_timeout_s / 2)
+            run = tournaments.launch(store, queue, request.name, spec)
+            out = {"id": run.id, "status": store.get_tournament(run.id)["status"],
+                   "matches_total": run.matches_total, "queued": run.queued}
+    finally:
+        store.close()
+    print(json.dumps(out))
+    return 0
+
+
+def _add_tournament_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tournament = sub.add_parser("tournament", help="start a tournament, or count what it would take")
+    actions = tournament.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="plan and start a tournament (POST /api/tournaments)")
+    create.add_argument("--dry-run", action="store_true",
+                        help="print matches, calls, cached and estimated_cost_usd; create nothing (no Redis needed)")
+    create.add_argument("--name", default=None)
+    create.add_argument("--mode", choices=["round_robin", "sampled"], default=None)
+    create.add_argument("--opponents", type=int, default=None, help="sampled mode: opponents per submission")
+    create.add_argument("--seed", type=int, default=None, help="sampled mode: the plan's seed")
+    create.add_argument("--judge", default=None, metavar="SPEC", help="default: JOUST_JUDGE")
+    create.add_argument("--order", choices=["both", "single"], default=None)
+    create.add_argument("--criteria", default=None)
+    for name in ("model", "scenario", "question"):
+        create.add_argument(f"--{name}", action="append", default=None, metavar=name.upper(),
+                            help=f"only this {name} (repeat for several)")
+    create.add_argument("--budget", type=float, default=None, metavar="USD", help="stop the run once it spent this")
+    create.add_argument("--data-dir", default=None)
+    create.set_defaults(func=cmd_tournament)
+
+
 def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser("import", help="load battles, AlpacaEval or Comparative-QA files into the store")
     kinds = imp.add_subparsers(dest="kind", required=True)
@@ -247,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_import_parsers(sub)
     _add_export_parsers(sub)
+    _add_tournament_parsers(sub)
     return parser
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from leaderboard.pricing import DEFAULT_PRICES, Price, parse_price_table
+
 DEFAULT_JUDGE = "anthropic/claude-sonnet-4-5"
 # The judge that needs no network and no key: what `joust up` uses when no provider is configured.
 OFFLINE_JUDGE = "offline/rubric"
@@ -72,6 +74,13 @@ class Settings:
     judge_timeout_s: float = 120.0
     judge_max_tokens: int = 512
     scheduler_interval_s: float = 5.0
+    # JOUST_PRICES: a JSON file of prices per judge spec, over leaderboard.pricing.DEFAULT_PRICES.
+    prices_file: Path | None = None
+    prices: Mapping[str, Price] = field(default_factory=dict)
+
+    def price_table(self) -> dict[str, Price]:
+        """The default prices with the overrides of `prices_file` on top."""
+        return {**DEFAULT_PRICES, **self.prices}
 
     @property
     def resolved_database_url(self) -> str:
@@ -138,6 +147,8 @@ class Settings:
             judge_timeout_s=number("JOUST_JUDGE_TIMEOUT", base.judge_timeout_s),
             judge_max_tokens=int(number("JOUST_JUDGE_MAX_TOKENS", base.judge_max_tokens, int)),
             scheduler_interval_s=number("JOUST_SCHEDULER_INTERVAL", base.scheduler_interval_s),
+            prices_file=Path(raw) if (raw := text("JOUST_PRICES")) else None,
+            prices=load_prices(text("JOUST_PRICES")),
         )
 
 
@@ -179,3 +190,21 @@ def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, 
                 raise SettingsError(f"{where}: api_key_env names {entry['api_key_env']}, which is not set")
         endpoints[spec] = JudgeEndpoint(base_url=entry.get("base_url", "").strip() or None, api_key=key)
     return endpoints
+
+
+def load_prices(path: str | None) -> dict[str, Price]:
+    """JOUST_PRICES: read the price override file (format: `leaderboard.pricing.parse_price_table`).
+
+    Raises SettingsError when the file cannot be read or holds something else."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"JOUST_PRICES={path!r}: cannot read the file: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SettingsError(f"JOUST_PRICES={path!r} is not valid JSON: {exc}") from None
+    try:
+        return parse_price_table(data)
+    except ValueError as exc:
+        raise SettingsError(f"JOUST_PRICES={path!r}: {exc}") from None

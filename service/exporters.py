@@ -4,6 +4,11 @@ A judgement row carries what a battle file needs (`question_id, model_a, model_b
 winner model_a / model_b / tie, as Chatbot Arena writes it, plus `scenario_a, scenario_b`), so an
 export is also an import: `joust import battles` reads it back. Rows are the ones the leaderboard
 counts, in the order it replays them (a judgement shared by several tournaments appears once).
+
+JSONL adds what a reader of one judgement wants on its line: `time` (ISO 8601, UTC, when it was
+judged), `question` (the text), `label_a` / `label_b` ("model/scenario"), `order` (per call,
+which side was shown first: "a" or "b"; null when a file did not say), `reason` (the first
+call's), and `len_a` / `len_b` (the outputs' lengths in characters).
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import csv
 import json
 import math
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from leaderboard.board import build_board
@@ -36,8 +42,15 @@ def judgement_rows(store: Store, *, tournament_id: int | None = None, judge: str
     rows = []
     for row in store.export_judgements(tournament_id=tournament_id, judge=judge):
         calls = [{name: call.get(name) for name in CALL_FIELDS} for call in row["calls"]]
+        sides = {row["a_id"]: "a", row["b_id"]: "b"}
         rows.append({**{c: row.get(c) for c in JUDGEMENT_COLUMNS}, "winner": WINNER_NAMES[row["outcome"]],
-                     "calls": calls})
+                     "calls": calls,
+                     "time": datetime.fromtimestamp(row["created_at"], tz=timezone.utc).isoformat(timespec="seconds"),
+                     "question": row["question"],
+                     "label_a": f"{row['model_a']}/{row['scenario_a']}", "label_b": f"{row['model_b']}/{row['scenario_b']}",
+                     "order": [sides.get(call["first"]) for call in calls],
+                     "reason": calls[0]["reason"] if calls else None,
+                     "len_a": row["len_a"], "len_b": row["len_b"]})
     return rows
 
 

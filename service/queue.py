@@ -13,6 +13,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 JUDGE_MATCH = "workers.jobs.judge_match"
+ANALYSE_TIE = "workers.analysis.analyse_tie"
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED}
 
 
@@ -41,6 +42,18 @@ class JobQueue:
                 jobs[match_id] = job.id
             pipe.execute()
         return jobs
+
+    def enqueue_analysis(self, judgement_id: int) -> str:
+        """Put one tie-analysis job on the queue; returns its job id (RedisError when down)."""
+        job = self.queue.enqueue(
+            ANALYSE_TIE,
+            judgement_id,
+            job_timeout=self.job_timeout_s,
+            result_ttl=3600,
+            failure_ttl=7 * 24 * 3600,
+            description=f"analyse tie {judgement_id}",
+        )
+        return job.id
 
     def is_waiting(self, job_id: str | None) -> bool:
         """True when the job still exists and will run or is running."""

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from workers.criteria.compqa_prompt import ANSWER_TAG
 from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG
 
 Decide = Callable[[str, list[str]], str]
@@ -80,6 +81,60 @@ def prefer(ranking: Sequence[str]) -> Decide:
         if a == b:
             return verdict_json("TIE", "Both responses are equally good.")
         return verdict_json("A" if a < b else "B", "It ranks higher.")
+
+    return decide
+
+
+DIMENSIONS = ("accuracy", "completeness", "clarity", "conciseness", "overall")
+RUBRIC_MAX = {n: (2 if 9 <= n <= 12 else 1) for n in range(1, 16)}
+
+
+def dimension_verdicts(
+    ranking: Sequence[str], *, per_dimension: dict[str, Sequence[str]] | None = None,
+    first_wins: Sequence[str] = (),
+) -> Decide:
+    """Five verdicts per reply (the `dimensions` criteria set): on each dimension the response
+    whose `[model]` marker ranks higher in that dimension's ranking (`per_dimension`, else
+    `ranking`) wins; on the dimensions of `first_wins` the response shown first always wins
+    (a judge position-biased on those only)."""
+    rankings = {name: list((per_dimension or {}).get(name, ranking)) for name in DIMENSIONS}
+
+    def decide(system: str, users: list[str]) -> str:
+        first = block(users[0], RESPONSE_A_TAG) if users else None
+        second = block(users[0], RESPONSE_B_TAG) if users else None
+        if first is None or second is None:
+            return "I could not find two responses to compare."
+        verdicts: dict[str, str] = {}
+        for name in DIMENSIONS:
+            a, b = rank_of(first, rankings[name]), rank_of(second, rankings[name])
+            verdicts[name] = "A" if name in first_wins or a < b else "B" if b < a else "TIE"
+        return json.dumps({**verdicts, "reason": "Compared dimension by dimension."})
+
+    return decide
+
+
+def rubric_points(total: int) -> dict[str, int]:
+    """A rubric score dict ({"1": .., "15": ..}) whose points add up to `total` (0-19),
+    filling the criteria in order."""
+    points, left = {}, total
+    for n, most in RUBRIC_MAX.items():
+        points[str(n)] = min(most, left)
+        left -= points[str(n)]
+    if left:
+        raise ValueError(f"a rubric total is at most {sum(RUBRIC_MAX.values())}, not {total}")
+    return points
+
+
+def rubric_scores(totals: dict[str, int], default: int = 0) -> Decide:
+    """A rubric judge (the `compqa` criteria set): the answer in the `<answer>` block scores
+    `totals[model]` for its `[model]` marker (`default` without one), as a points dict."""
+
+    def decide(system: str, users: list[str]) -> str:
+        answer = block(users[0], ANSWER_TAG) if users else None
+        if answer is None:
+            return "I could not find the answer to score."
+        marked = [name for name in totals if f"[{name}]" in answer]
+        return json.dumps(rubric_points(totals[marked[0]] if marked else default))
 
     return decide
 

@@ -200,6 +200,7 @@ def test_judge_filter(client: TestClient, queue: Queue) -> None:
     assert [r["player"] for r in likes_b["rows"]] == ["b", "a"]
     assert board(client, judge="openai/nobody") == {
         "by": "model", "tournament": None, "judge": "openai/nobody", "rows": [], "judgements": 0, "revision": 4,
+        "dimension": None,
     }
 
 
@@ -238,6 +239,7 @@ def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: 
 def test_empty_board(client: TestClient) -> None:
     assert board(client) == {
         "by": "model", "tournament": None, "judge": None, "rows": [], "judgements": 0, "revision": 0,
+        "dimension": None,
     }
     assert board(client, "/api/leaderboard/effects") == {
         "tournament": None, "judge": None, "models": [], "scenarios": [], "battles": 0, "revision": 0,

@@ -146,3 +146,28 @@ def test_unknown_tournament_and_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     assert joust(tmp_path, "export", "judgements", "--tournament", "999") == 2
     assert joust(tmp_path, "export", "board", "--judge", "nobody", "--format", "jsonl") == 0
     assert capsys.readouterr().out == ""
+
+
+def test_jsonl_says_what_each_judgement_was(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """One JSON line per judgement: time, question, both labels, the order shown, the winner,
+    the reason and both output lengths (besides the columns every format has)."""
+    store = open_store(tmp_path)
+    (a, _), (b, _) = store.add_submissions([NewSubmission("q", "Tea or coffee?", "m1", "terse", "tea"),
+                                            NewSubmission("q", "Tea or coffee?", "m2", "default", "coffee, then tea")])
+    tid = store.create_tournament("live", {"judge": "anthropic/x"}, [Pair(a, b)])
+    calls = [{"first": b, "winner": "B", "reason": "tea is enough"}, {"first": a, "winner": "A", "reason": "still tea"}]
+    # Judged with the sides the other way round: the export re-orients everything to the match.
+    jid, _ = store.save_judgement(NewJudgement("k", "anthropic/x", "overall", "v1", b, a, content_hash("coffee, then tea"),
+                                               Winner.B, True, calls, cost_usd=0.002))
+    store.resolve_match(store.pending_matches(tid)[0], jid, Winner.A, True)
+    assert joust(tmp_path, "export", "judgements", "--format", "jsonl") == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    row = json.loads(line)
+    assert row["time"].endswith("+00:00") and row["time"][:4].isdigit() and "T" in row["time"]
+    assert (row["question"], row["label_a"], row["label_b"]) == ("Tea or coffee?", "m1/terse", "m2/default")
+    assert (row["order"], row["winner"], row["reason"]) == (["b", "a"], "model_a", "tea is enough")
+    assert (row["len_a"], row["len_b"], row["cost_usd"]) == (3, 16, 0.002)
+    assert row["question_id"] == "q" and row["calls"] == calls  # the existing fields stay
+    assert joust(tmp_path, "export", "judgements") == 0  # CSV keeps its columns
+    assert "label_a" not in capsys.readouterr().out.splitlines()[0]
+    store.close()

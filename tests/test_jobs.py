@@ -175,3 +175,33 @@ def _exists(store: Store, match_id: int) -> bool:
         return True
     except Exception:
         return False
+
+
+def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    """Two tournaments over the same pairs, judged at the same time by two worker processes:
+    the content is claimed by one, the other waits for its judgement."""
+    import os
+    import subprocess
+    import sys
+
+    submit(db, questions=1)
+    fake.latency_s = 0.3
+    first, second = start(db, env), start(db, env)
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], env=dict(os.environ),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(2)
+    ]
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if all(db.get_tournament(t)["matches_pending"] == 0 for t in (first, second)):
+                break
+            time.sleep(0.2)
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(timeout=30)
+    assert all(db.get_tournament(t)["matches_done"] == 3 for t in (first, second))
+    assert fake.replies == 3 * 2  # three pairs, both orders, paid once across the two tournaments

@@ -19,7 +19,13 @@ from typing import Callable, Iterator
 import pytest
 import redis
 
-from service.redis_server import RedisServer, RedisServerError, find_redis_server, free_port, pid_alive
+from service.redis_server import (
+    RedisServer,
+    RedisServerError,
+    find_redis_server,
+    free_port,
+    pid_alive,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,13 @@ from bench.offline_agreement import (
     spearman,
 )
 from leaderboard.answer_layout import parse_layout
-from leaderboard.rubric import COVERED, MAX_POINTS, RubricScore, objects_from_question, score_structure
+from leaderboard.rubric import (
+    COVERED,
+    MAX_POINTS,
+    RubricScore,
+    objects_from_question,
+    score_structure,
+)
 
 INTRO = ("Python and Java are two of the most widely used programming languages. "
          "This comparison weighs their performance, ease of learning and ecosystem.")

@@ -1,4 +1,5 @@
-"""Schema migration: a version-1 database (before matches had seq and counted) upgrades in place."""
+"""Schema migration: a version-1 database (before matches had seq and counted) and a version-2
+one (before judgements had match_id and analysis, and cost_usd could be NULL) upgrade in place."""
 from __future__ import annotations
 
 import sqlite3
@@ -6,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from service.store import Store
+from leaderboard.keys import content_hash
+from leaderboard.types import Winner
+from service.store import NewJudgement, Store
+from service.store.schema import SCHEMA_VERSION
 
 V1 = """
 CREATE TABLE schema_version (version INTEGER PRIMARY KEY);
@@ -42,7 +46,7 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{path}")
     assert store.revision() == 2
     with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (2,)
+        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("select id, seq, counted from matches order by id").fetchall() == [
             (1, 1, 1), (2, 2, 0), (3, None, 0)]
     assert len(store.side_rows()) == 1  # the judgement counts once, as before the upgrade
@@ -58,3 +62,39 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
         conn.execute("update schema_version set version = 99")
     with pytest.raises(RuntimeError, match="newer than this joust"):
         Store(f"sqlite:///{path}")
+
+
+# Version 2 as it was written: version 1 plus matches.seq / matches.counted and the counters.
+V2 = V1.replace("INSERT INTO schema_version VALUES (1);", "INSERT INTO schema_version VALUES (2);") + """
+ALTER TABLE matches ADD COLUMN seq INTEGER;
+ALTER TABLE matches ADD COLUMN counted BOOLEAN NOT NULL DEFAULT 0;
+CREATE TABLE counters (name VARCHAR(64) PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO counters VALUES ('resolved', 2);
+UPDATE matches SET seq = id, counted = (id = 1) WHERE status = 'done';
+UPDATE judgements SET cost_usd = 0.25;
+"""
+
+
+def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(V2)
+    store = Store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("select max(version) from schema_version").fetchone() == (3,)
+        columns = {row[1]: row for row in conn.execute("pragma table_info(judgements)")}
+        assert columns["cost_usd"][3] == 0  # NULL allowed: a judge without a price
+        assert {"match_id", "analysis"} <= columns.keys() and "cost_usd_v2" not in columns
+        assert "ix_judgements_match" in {row[1] for row in conn.execute("pragma index_list(judgements)")}
+    old = store.get_judgement(1)
+    assert (old["cost_usd"], old["analysis"], old["match_id"]) == (0.25, None, None)  # kept as it was
+    assert store.get_tournament(1)["stopped_reason"] is None
+    assert len(store.side_rows()) == 1
+    jid, created = store.save_judgement(NewJudgement("k2", "openai/local", "overall", "v", 1, 2, content_hash("x"),
+                                                     Winner.TIE, True, [], cost_usd=None, match_id=3))
+    assert created and store.get_judgement(jid)["cost_usd"] is None
+    store.set_analysis(1, {"a_strengths": "short"})
+    store.close()
+    again = Store(f"sqlite:///{path}")  # opening again changes nothing
+    assert again.get_judgement(1)["analysis"] == {"a_strengths": "short"}
+    again.close()

@@ -3,16 +3,18 @@
 A provider implements `Judge.compare` and nothing else is required of it. Chat-style providers
 get the prompt, the verdict parsing and the single reminder re-ask for free by handing
 `compare_with_reminder` a `Send` function that performs one provider call; they only translate
-their SDK's errors into `workers.errors`.
+their SDK's errors into `workers.errors`. Exposing that function as `complete(system, messages)`
+lets the other criteria sets (`workers.criteria`) and the tie analysis run prompts of their
+own through `ask_with_reminder`, each with its own parser.
 """
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from leaderboard.types import Call, Winner
-from workers.errors import VerdictParseError
+from workers.errors import PermanentJudgeError, VerdictParseError
 from workers.prompts import REMINDER, build_pairwise_prompt
 from workers.verdict import parse_verdict
 
@@ -49,7 +51,13 @@ class JudgeReply:
 
 @runtime_checkable
 class Judge(Protocol):
-    """Anything that can say which of two responses to a question is better."""
+    """Anything that can say which of two responses to a question is better.
+
+    Optional beyond `compare`: `complete(system, messages) -> Completion`, one free-form call
+    (a `Send`), which the chat providers expose and the criteria sets other than `overall`
+    need (`completer`); `score_compqa(question, answer)` for a judge with rubric rules of its
+    own (the offline judge).
+    """
 
     async def compare(self, question: str, first: str, second: str) -> JudgeReply:
         """Judge `first` (shown as Response A) against `second` (Response B).
@@ -69,9 +77,58 @@ class Completion:
     latency_ms: float = 0.0
 
 
+T = TypeVar("T")
 Message = dict[str, str]
 Send = Callable[[str, list[Message]], Awaitable[Completion]]
 """One provider call: (system prompt, chat messages as {"role", "content"}) → Completion."""
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """What `ask_with_reminder` read: the parsed value, the reply it came from, and the usage
+    of every call it took (two when the reminder was needed, which `reminded` records)."""
+
+    value: T
+    raw: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    reminded: bool = False
+
+
+Reminder = str | Callable[[VerdictParseError], str]
+"""The follow-up turn after an unreadable reply: fixed text, or text naming the parse problem."""
+
+
+async def ask_with_reminder(
+    send: Send, system: str, user: str, parse: Callable[[str], T], reminder: Reminder, *, what: str = "verdict"
+) -> Answer[T]:
+    """Ask once; if `parse` raises `VerdictParseError` on the reply, re-ask once with the
+    reminder as a follow-up turn. Any prompt, any reply shape: the parser decides.
+
+    Raises `VerdictParseError` (with both replies) when the second reply is unreadable too.
+    """
+    messages: list[Message] = [{"role": "user", "content": user}]
+    completion = await send(system, messages)
+    try:
+        return _answer(parse(completion.text), completion, completion)
+    except VerdictParseError as exc:
+        follow_up = reminder if isinstance(reminder, str) else reminder(exc)
+    # An empty assistant turn is rejected by chat APIs; keep the turn but say it was empty.
+    messages = messages + [
+        {"role": "assistant", "content": completion.text.strip() or "(empty reply)"},
+        {"role": "user", "content": follow_up},
+    ]
+    retry = await send(system, messages)
+    try:
+        value = parse(retry.text)
+    except VerdictParseError as exc:
+        raise VerdictParseError(
+            f"the judge gave no readable {what}, even after the reminder: {exc}",
+            raw=retry.text,
+            replies=(completion.text, retry.text),
+        ) from exc
+    return _answer(value, retry, completion)
 
 
 async def compare_with_reminder(send: Send, question: str, first: str, second: str) -> JudgeReply:
@@ -80,38 +137,38 @@ async def compare_with_reminder(send: Send, question: str, first: str, second: s
     Raises `VerdictParseError` (with both replies) when the second reply is unreadable too.
     """
     system, user = build_pairwise_prompt(question, first, second)
-    messages: list[Message] = [{"role": "user", "content": user}]
-    completion = await send(system, messages)
-    try:
-        winner, reason = parse_verdict(completion.text)
-        return _reply(winner, reason, completion, completion)
-    except VerdictParseError:
-        pass
-    # An empty assistant turn is rejected by chat APIs; keep the turn but say it was empty.
-    messages = messages + [
-        {"role": "assistant", "content": completion.text.strip() or "(empty reply)"},
-        {"role": "user", "content": REMINDER},
-    ]
-    retry = await send(system, messages)
-    try:
-        winner, reason = parse_verdict(retry.text)
-    except VerdictParseError as exc:
-        raise VerdictParseError(
-            "the judge gave no readable verdict, even after the reminder",
-            raw=retry.text,
-            replies=(completion.text, retry.text),
-        ) from exc
-    return _reply(winner, reason, retry, completion)
-
-
-def _reply(winner: Winner, reason: str, last: Completion, first: Completion) -> JudgeReply:
-    both = [first] if last is first else [first, last]
+    answer = await ask_with_reminder(send, system, user, parse_verdict, REMINDER)
+    winner, reason = answer.value
     return JudgeReply(
         winner=winner,
         reason=reason,
+        raw=answer.raw,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        latency_ms=answer.latency_ms,
+        reminded=answer.reminded,
+    )
+
+
+def _answer(value: T, last: Completion, first: Completion) -> Answer[T]:
+    both = [first] if last is first else [first, last]
+    return Answer(
+        value=value,
         raw=last.text,
         input_tokens=sum(c.input_tokens for c in both),
         output_tokens=sum(c.output_tokens for c in both),
         latency_ms=sum(c.latency_ms for c in both),
         reminded=last is not first,
     )
+
+
+def completer(judge: object, spec: str, criteria: str) -> Send:
+    """The judge's free-form call (`complete(system, messages)`), which every criteria set
+    other than `overall` needs; `PermanentJudgeError` naming why when the judge has none."""
+    complete = getattr(judge, "complete", None)
+    if complete is None:
+        raise PermanentJudgeError(
+            f"the judge {spec!r} cannot judge criteria {criteria!r}: it answers no free-form prompt "
+            "(an offline judge applies its fixed rules only)"
+        )
+    return complete

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
 
 from leaderboard.consistency import combine, plan_orders
 from leaderboard.types import Call, OrderPolicy, Outcome, Submission
@@ -19,15 +20,30 @@ from .judge import Judge, JudgeReply
 @dataclass(frozen=True)
 class JudgedCall(Call):
     """A call as a worker made it: `reminded` when the first reply held no verdict and the
-    reminder re-ask was needed, which the judge-health parse-failure rate counts."""
+    reminder re-ask was needed, which the judge-health parse-failure rate counts; `extra`
+    holds what a criteria set records beside the verdict (e.g. per-dimension winners)."""
 
     reminded: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def judged_call(reply: JudgeReply, first: int) -> JudgedCall:
+@runtime_checkable
+class Recorded(Protocol):
+    """A call that is not a pairwise verdict (a rubric score) and says how it is stored."""
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+    def as_json(self) -> dict: ...
+
+
+def judged_call(reply: JudgeReply, first: int, **extra: Any) -> JudgedCall:
     """The reply as the call record of a match, given the submission shown first."""
     call = reply.as_call(first)
-    return JudgedCall(**{f.name: getattr(call, f.name) for f in fields(call)}, reminded=reply.reminded)
+    return JudgedCall(**{f.name: getattr(call, f.name) for f in fields(call)}, reminded=reply.reminded, extra=extra)
 
 
 async def judge_pair(
@@ -43,18 +59,21 @@ async def judge_pair(
     return calls, combine(a.id, b.id, calls)
 
 
-def calls_as_json(calls: Sequence[Call]) -> list[dict]:
-    """The calls as stored with a judgement (`reminded` False for a plain `Call`)."""
-    return [
-        {
-            "first": c.first,
-            "winner": c.winner.value,
-            "reason": c.reason,
-            "raw": c.raw,
-            "input_tokens": c.input_tokens,
-            "output_tokens": c.output_tokens,
-            "latency_ms": round(c.latency_ms, 1),
-            "reminded": bool(getattr(c, "reminded", False)),
-        }
-        for c in calls
-    ]
+def calls_as_json(calls: Sequence[Call | Recorded]) -> list[dict]:
+    """The calls as stored with a judgement (`reminded` False for a plain `Call`; a
+    `Recorded` call writes itself)."""
+    return [c.as_json() if isinstance(c, Recorded) else _call_json(c) for c in calls]
+
+
+def _call_json(c: Call) -> dict:
+    return {
+        "first": c.first,
+        "winner": c.winner.value,
+        "reason": c.reason,
+        "raw": c.raw,
+        "input_tokens": c.input_tokens,
+        "output_tokens": c.output_tokens,
+        "latency_ms": round(c.latency_ms, 1),
+        "reminded": bool(getattr(c, "reminded", False)),
+        **getattr(c, "extra", {}),
+    }

@@ -8,13 +8,12 @@ another one, or add text outside its block. No randomness: the same inputs give 
 which the judgement key relies on.
 
 Change any text here → bump `TEMPLATE_VERSION` (it is part of the judgement key, so old
-verdicts are not reused for a different prompt).
+verdicts are not reused for a different prompt). It lives in `leaderboard.templates`, where the
+service reaches it too (a dry run computes judgement keys), and is re-exported here.
 """
 from __future__ import annotations
 
 import re
-
-TEMPLATE_VERSION = "pairwise-v1"
 
 QUESTION_TAG = "question"
 RESPONSE_A_TAG = "response_a"
@@ -86,3 +85,9 @@ def build_pairwise_prompt(question: str, first: str, second: str) -> tuple[str, 
         second=neutralise(second),
     )
     return SYSTEM_PROMPT, user
+
+
+def neutralise_tags(text: str, tags: tuple[str, ...]) -> str:
+    """`neutralise` for another set of fence names (the prompts of `workers.criteria`)."""
+    pattern = re.compile(f"[<\uff1c\ufe64](?={_GAP}/?{_GAP}(?:{'|'.join(map(re.escape, tags))}))", re.IGNORECASE)
+    return pattern.sub("&lt;", text)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from .judge import Judge, JudgeReply
+from .errors import PermanentJudgeError
+from .judge import Completion, Judge, JudgeReply, Message
 
 WINDOW_S = 60
 
@@ -63,3 +64,11 @@ class RateLimitedJudge:
     async def compare(self, question: str, first: str, second: str) -> JudgeReply:
         await self.limit.acquire(self.spec)
         return await self.judge.compare(question, first, second)
+
+    async def complete(self, system: str, messages: list[Message]) -> Completion:
+        """A free-form call, for judges that take one (`PermanentJudgeError` otherwise)."""
+        complete = getattr(self.judge, "complete", None)
+        if complete is None:
+            raise PermanentJudgeError(f"the judge {self.spec!r} cannot answer a free-form question")
+        await self.limit.acquire(self.spec)
+        return await complete(system, messages)

@@ -36,9 +36,12 @@ class Runtime:
         )
 
     def judge(self, spec: str) -> Judge:
-        """The process's judge for `spec`, behind the shared rate limit when one is set."""
+        """The process's judge for `spec`, behind the shared rate limit when one is set (an
+        offline judge makes no provider call, so none applies to it)."""
         judge = self.judges.get(spec)
-        return judge if self._limit is None else RateLimitedJudge(judge, self._limit, spec)
+        if self._limit is None or getattr(judge, "offline", False):
+            return judge
+        return RateLimitedJudge(judge, self._limit, spec)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the process's one loop, so async clients stay bound to it."""

@@ -77,6 +77,12 @@ def _from_object(obj: dict) -> tuple[Winner, str] | None:
     return winner, reason.strip() if isinstance(reason, str) else json.dumps(reason)
 
 
+def objects_in(text: str) -> list[dict]:
+    """Every JSON-like object (strict JSON, else a Python literal) in `text`, in order of
+    start, nested ones included: what other reply parsers (`workers.criteria`) read."""
+    return list(_objects(text))
+
+
 def _objects(text: str):
     """Every brace-balanced `{...}` span of `text` that reads as a dict, in order of start."""
     for start, end in _spans(text):

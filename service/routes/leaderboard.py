@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
 from leaderboard.board import build_board
+from leaderboard.dimensions import DIMENSIONS
 from leaderboard.players import SideRow, battles_at_level
 from leaderboard.types import Level, Rating
 from service.api_models import ErrorOut, LeaderboardOut, LeaderboardRow
@@ -82,10 +83,22 @@ class RankedRow(LeaderboardRow):
 
 
 class RankedBoardOut(LeaderboardOut):
-    """Rows best first; `revision` counts the resolved matches the board includes (it only grows)."""
+    """Rows best first; `revision` counts the resolved matches the board includes (it only grows).
+    `dimension`: the dimension ranked by (only `dimensions` judgements count), or null."""
 
     rows: list[RankedRow]  # type: ignore[assignment]
     revision: int
+    dimension: str | None = None
+
+
+def parse_dimension(dimension: str | None) -> str | None:
+    """One of the five dimensions of the `dimensions` criteria set (any case), or None; 422 otherwise."""
+    if dimension is None:
+        return None
+    name = dimension.strip().lower()
+    if name not in DIMENSIONS:
+        raise ApiError(422, f"dimension: {dimension!r} is not a dimension; use {', '.join(DIMENSIONS)}")
+    return name
 
 
 class EffectRow(BaseModel):
@@ -154,6 +167,7 @@ def _sortable(value: float) -> float:
 
 TOURNAMENT = Query(description="only this tournament and its scheduled runs")
 JUDGE = Query(description='only this judge, "provider/model"')
+DIMENSION = Query(description="rank by one dimension of the `dimensions` criteria set: " + ", ".join(DIMENSIONS))
 
 
 @router.get("", response_model=RankedBoardOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
@@ -162,11 +176,15 @@ def get_leaderboard(
     by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model",
     tournament: Annotated[int | None, TOURNAMENT] = None,
     judge: Annotated[str | None, JUDGE] = None,
+    dimension: Annotated[str | None, DIMENSION] = None,
 ) -> RankedBoardOut:
     """Players best first by Bradley-Terry rating (Elo scale, 1000 = the mean player), with 95%
     intervals, rank ranges, online Elo and win/loss/tie counts. Current on every request: it
-    includes every judgement resolved before the request arrived."""
-    board = boards.board(parse_level(by), tournament_id=tournament, judge=judge)
+    includes every judgement resolved before the request arrived. With `dimension`, ranked by
+    that dimension of the judgements made with criteria `dimensions` (each dimension's orders
+    combined by the consistency rule on their own)."""
+    level, name = parse_level(by), parse_dimension(dimension)
+    board = boards.board(level, tournament_id=tournament, judge=judge, dimension=name)
     return RankedBoardOut(
         by=board.level.value,
         tournament=tournament,
@@ -174,6 +192,7 @@ def get_leaderboard(
         rows=[row_out(r, i) for i, r in enumerate(board.rows, start=1)],
         judgements=board.judgements,
         revision=board.revision,
+        dimension=name,
     )
 
 

@@ -1,27 +1,30 @@
-"""Tournaments: start one (now, and again at each due time of its schedule), follow it, cancel it,
-and read its judgements.
+"""Tournaments: start one (now, and again at each due time of its schedule), or only ask what it
+would take (`?dry_run=true`); follow it, cancel it, and read its judgements.
 
 A sampled tournament without a seed gets one drawn here and stored in its spec, so every run,
-nightly re-runs included, can be planned again identically.
+nightly re-runs included, can be planned again identically. A `budget` needs a judge with a
+price (`leaderboard.pricing`, `JOUST_PRICES`): without one its spend could not be counted.
 """
 from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
+from leaderboard.pricing import price_of
 from service import tournaments
-from service.api_models import ErrorOut, TournamentCreated, TournamentIn
+from service.api_models import DryRunOut, ErrorOut, TournamentCreated, TournamentIn
 from service.auth import require_api_key
 from service.config import Settings
 from service.cron import next_due
 from service.queue import JobQueue
 from service.store import Store
 
-from .common import get_queue, get_settings, get_store, json_body, validate
+from .common import ApiError, get_queue, get_settings, get_store, json_body, validate
 
 router = APIRouter(prefix="/api/tournaments", tags=["tournaments"])
 
@@ -45,14 +48,23 @@ def build_spec(request: TournamentIn, settings: Settings) -> dict:
         "questions": request.questions,
         "opponents": request.opponents,
         "seed": seed,
+        "budget": request.budget,
     }
+
+
+def check_budget(spec: dict, settings: Settings) -> None:
+    """422 when a budget is asked of a judge without a price."""
+    if spec["budget"] is not None and price_of(spec["judge"], settings.price_table()) is None:
+        message = (f"the judge {spec['judge']!r} has no price, so a budget cannot be kept: give it one in the "
+                   "JOUST_PRICES file, or drop the budget")
+        raise ApiError(422, f"budget: {message}", details=[{"path": "budget", "message": message}])
 
 
 @router.post(
     "",
     status_code=202,
-    response_model=TournamentCreated,
-    responses=_WRITE_ERRORS,
+    response_model=TournamentCreated | DryRunOut,
+    responses={**_WRITE_ERRORS, 200: {"model": DryRunOut, "description": "a dry run: nothing was created"}},
     dependencies=[Depends(require_api_key)],
 )
 def create_tournament(
@@ -61,10 +73,17 @@ def create_tournament(
     store: Annotated[Store, Depends(get_store)],
     queue: Annotated[JobQueue, Depends(get_queue)],
     settings: Annotated[Settings, Depends(get_settings)],
-) -> TournamentCreated:
-    """Plan the pairs, store the matches and put one job per match on the queue."""
+    dry_run: Annotated[bool, Query(description="only count the calls and estimate the cost")] = False,
+) -> TournamentCreated | DryRunOut:
+    """Plan the pairs, store the matches and put one job per match on the queue; with
+    `dry_run=true`, answer 200 with what that would take and create nothing."""
     request = validate(_REQUEST, body)
     spec = build_spec(request, settings)
+    check_budget(spec, settings)
+    if dry_run:
+        estimate = tournaments.dry_run(store, spec, settings.price_table())
+        response.status_code = 200
+        return DryRunOut(**asdict(estimate), seed=spec["seed"])
     next_run_at = next_due(request.schedule, time.time()) if request.schedule else None
     run = tournaments.launch(store, queue, request.name, spec, schedule=request.schedule, next_run_at=next_run_at)
     status = store.get_tournament(run.id)["status"]
@@ -84,8 +103,8 @@ def list_tournaments(
 
 @router.get("/{tournament_id}", responses=_READ_ERRORS)
 def get_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
-    """Status and progress: matches_total, matches_done, matches_failed, and the runs a
-    schedule started."""
+    """Status and progress: matches_total, matches_done, matches_failed, the runs a schedule
+    started, budget, spent_usd and stopped_reason ("budget" when the budget stopped it)."""
     return store.get_tournament(tournament_id)
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound
 from .health import Health
 from .imports import Imports
+from .judgements import Judgements
 from .matches import Matches
+from .scores import Scores
 from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
@@ -19,5 +21,5 @@ from .views import Views
 __all__ = ["ACTIVE", "Conflict", "MatchContext", "NewJudgement", "NewSubmission", "NotFound", "Store"]
 
 
-class Store(Submissions, Tournaments, Matches, Views, Imports, Health):
-    """Submissions, tournaments, matches and judgements, in SQLite or PostgreSQL."""
+class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health):
+    """Submissions, tournaments, matches, judgements and scores, in SQLite or PostgreSQL."""

@@ -56,7 +56,8 @@ class NewJudgement:
     calls: list[dict]
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # None: the judge's model has no price
+    match_id: int | None = None  # the match whose worker made it (a tournament's spend)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.keys import content_hash
@@ -332,7 +332,8 @@ class Imports(Database):
     def export_judgements(self, *, tournament_id: int | None = None, judge: str | None = None) -> list[dict]:
         """One row per judgement and pair of submissions, in resolve order, oriented to its
         match: the rows the leaderboard counts (overall: the `counted` match; for a tournament
-        and its runs or layers: its first match there), with both sides' models and scenarios."""
+        and its runs or layers: its first match there), with both sides' models and scenarios,
+        the question's text and both outputs' lengths in characters (`len_a`, `len_b`)."""
         m, j, t = s.matches, s.judgements, s.tournaments
         sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
         query = (
@@ -340,7 +341,8 @@ class Imports(Database):
                 m.c.id.label("match_id"), m.c.tournament_id, m.c.seq, m.c.a_id, m.c.b_id, m.c.outcome,
                 m.c.consistent, j.c.id.label("judgement_id"), j.c.judge, j.c.criteria, j.c.template_version,
                 j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"), j.c.a_hash, j.c.calls, j.c.input_tokens,
-                j.c.output_tokens, j.c.cost_usd, j.c.created_at, sa.c.question_id,
+                j.c.output_tokens, j.c.cost_usd, j.c.created_at, sa.c.question_id, sa.c.question,
+                func.length(sa.c.output).label("len_a"), func.length(sb.c.output).label("len_b"),
                 sa.c.output_hash.label("a_output_hash"), sa.c.model.label("model_a"),
                 sa.c.scenario.label("scenario_a"), sb.c.model.label("model_b"), sb.c.scenario.label("scenario_b"),
             )
@@ -383,6 +385,7 @@ def _export_row(r: Any) -> dict:
         "consistent": bool(r.consistent), "judge": r.judge, "criteria": r.criteria,
         "template_version": r.template_version, "calls": calls, "input_tokens": r.input_tokens,
         "output_tokens": r.output_tokens, "cost_usd": r.cost_usd, "created_at": r.created_at,
+        "question": r.question, "len_a": r.len_a, "len_b": r.len_b,
     }
 
 

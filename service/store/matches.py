@@ -80,6 +80,7 @@ class Matches(Database):
             "output_tokens": new.output_tokens,
             "cost_usd": new.cost_usd,
             "created_at": self._clock(),
+            "match_id": new.match_id,
         }
         try:
             with self._write() as conn:
@@ -182,6 +183,7 @@ def _judgement_view(row: Any) -> dict:
         "consistent": bool(row.consistent),
         "calls": json.loads(row.calls),
         "cost_usd": row.cost_usd,
+        "match_id": row.match_id,
     }
 
 

@@ -16,11 +16,13 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    select,
+    text,
+    update,
 )
-from sqlalchemy import select, text, update
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -61,6 +63,8 @@ tournaments = Table(
     Column("schedule", String(255)),
     Column("next_run_at", Float),
     Column("parent_id", Integer, ForeignKey("tournaments.id")),
+    # Why a run ended before judging all its matches, when it was not asked to: "budget".
+    Column("stopped_reason", String(32)),
 )
 Index("ix_tournaments_next_run", tournaments.c.next_run_at)
 
@@ -80,10 +84,17 @@ judgements = Table(
     Column("calls", Text, nullable=False),
     Column("input_tokens", Integer, nullable=False, default=0),
     Column("output_tokens", Integer, nullable=False, default=0),
-    Column("cost_usd", Float, nullable=False, default=0.0),
+    # USD, the sum over the calls; NULL when the judge's model has no price (never a guess).
+    Column("cost_usd", Float),
     Column("created_at", Float, nullable=False),
+    # The match whose worker made (and paid for) this judgement; NULL for imports. A
+    # tournament's spend is the cost of the judgements its matches made.
+    Column("match_id", Integer),
+    # The tie analysis (JSON), once asked for and answered.
+    Column("analysis", Text),
 )
 Index("ix_judgements_judge", judgements.c.judge)
+Index("ix_judgements_match", judgements.c.match_id)
 
 matches = Table(
     "matches",
@@ -149,6 +160,8 @@ def migrate(conn: Connection) -> None:
         )
     if version == 1:
         _upgrade_1_to_2(conn)
+    if version is not None and version < 3:
+        _upgrade_2_to_3(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -177,3 +190,18 @@ def _upgrade_1_to_2(conn: Connection) -> None:
         )
         seen.add(pair)
     conn.execute(counters.insert().values(name="resolved", value=len(done)))
+
+
+def _upgrade_2_to_3(conn: Connection) -> None:
+    """judgements.cost_usd may be NULL (no price known); add judgements.match_id (who paid) and
+    judgements.analysis, and tournaments.stopped_reason."""
+    # Renaming, adding and dropping a column is the one way to drop NOT NULL that both SQLite
+    # (3.35+) and PostgreSQL take inside a transaction.
+    conn.execute(text("ALTER TABLE judgements RENAME COLUMN cost_usd TO cost_usd_v2"))
+    conn.execute(text("ALTER TABLE judgements ADD COLUMN cost_usd FLOAT"))
+    conn.execute(text("UPDATE judgements SET cost_usd = cost_usd_v2"))
+    conn.execute(text("ALTER TABLE judgements DROP COLUMN cost_usd_v2"))
+    conn.execute(text("ALTER TABLE judgements ADD COLUMN match_id INTEGER"))
+    conn.execute(text("ALTER TABLE judgements ADD COLUMN analysis TEXT"))
+    conn.execute(text("CREATE INDEX ix_judgements_match ON judgements (match_id)"))
+    conn.execute(text("ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32)"))

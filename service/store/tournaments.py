@@ -1,15 +1,23 @@
-"""Tournaments, their matches as planned, and recurring schedules."""
+"""Tournaments, their matches as planned, recurring schedules, and what each run spent.
+
+A run's spend is the sum of `cost_usd` over the judgements its own matches made (the
+judgement's `match_id`); a match answered by a stored judgement made nothing and paid nothing.
+A judgement whose judge has no price adds nothing (its cost is NULL).
+"""
 from __future__ import annotations
 
 import json
 from typing import Any, Sequence
 
 from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy.engine import Connection
 
 from leaderboard.types import Pair
 
 from . import schema as s
 from .base import ACTIVE, Database, NotFound
+
+CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
 
 
 class Tournaments(Database):
@@ -68,7 +76,8 @@ class Tournaments(Database):
             runs = conn.execute(
                 select(t.c.id).where(t.c.parent_id == tournament_id).order_by(t.c.id)
             ).scalars().all()
-        return _tournament_view(row, counts, list(runs))
+            spent = _spend(conn, [tournament_id]).get(tournament_id, 0.0)
+        return _tournament_view(row, counts, list(runs), spent)
 
     def list_tournaments(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
         """Tournaments, newest first, with their counts."""
@@ -83,7 +92,8 @@ class Tournaments(Database):
                 .group_by(m.c.tournament_id, m.c.status)
             ):
                 counts[tid][status] = n
-        return [_tournament_view(r, counts[r.id], None) for r in rows]
+            spent = _spend(conn, ids)
+        return [_tournament_view(r, counts[r.id], None, spent.get(r.id, 0.0)) for r in rows]
 
     def cancel_tournament(self, tournament_id: int) -> dict:
         """Cancel the matches not yet judged and stop a schedule from recurring."""
@@ -103,6 +113,41 @@ class Tournaments(Database):
                 values.update(status="cancelled", finished_at=now)
             conn.execute(update(t).where(t.c.id == tournament_id).values(**values))
         return self.get_tournament(tournament_id)
+
+    def stop_tournament(self, tournament_id: int, reason: str) -> bool:
+        """End a queued or running tournament early: its active matches are cancelled, its
+        status becomes "cancelled" with `stopped_reason`; judgements made stay, and a schedule
+        keeps its next run. False when it had already finished."""
+        t, m = s.tournaments, s.matches
+        now = self._clock()
+        with self._write() as conn:
+            stopped = conn.execute(
+                update(t)
+                .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
+                .values(status="cancelled", finished_at=now, stopped_reason=reason)
+            ).rowcount
+            if stopped:
+                conn.execute(
+                    update(m)
+                    .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
+                    .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {reason}")
+                )
+        return bool(stopped)
+
+    def tournament_spend(self, tournament_id: int) -> float:
+        """USD spent by this run: the cost of the judgements its matches made (0.0 for none)."""
+        with self._read() as conn:
+            return _spend(conn, [tournament_id]).get(tournament_id, 0.0)
+
+    def existing_keys(self, keys: Sequence[str]) -> set[str]:
+        """The judgement keys among `keys` that are stored (one read, 500 keys a statement)."""
+        j = s.judgements
+        wanted = sorted(set(keys))
+        found: set[str] = set()
+        with self._read() as conn:
+            for start in range(0, len(wanted), CHUNK):
+                found.update(conn.execute(select(j.c.key).where(j.c.key.in_(wanted[start:start + CHUNK]))).scalars())
+        return found
 
     def pending_matches(self, tournament_id: int) -> list[int]:
         """Matches created but not yet handed to the queue."""
@@ -178,7 +223,19 @@ class Tournaments(Database):
         return [{"id": r.id, "status": r.status, "job_id": r.job_id} for r in rows]
 
 
-def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None) -> dict:
+def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
+    """Tournament id -> USD its matches' judgements cost (tournaments that spent nothing absent)."""
+    j, m = s.judgements, s.matches
+    rows = conn.execute(
+        select(m.c.tournament_id, func.sum(j.c.cost_usd))
+        .join(m, m.c.id == j.c.match_id)
+        .where(m.c.tournament_id.in_(list(tournament_ids)))
+        .group_by(m.c.tournament_id)
+    )
+    return {tid: float(total or 0.0) for tid, total in rows}
+
+
+def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float) -> dict:
     spec = json.loads(row.spec)
     view = {
         "id": row.id,
@@ -193,6 +250,9 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None) -
         "matches_failed": counts.get("failed", 0),
         "matches_cancelled": counts.get("cancelled", 0),
         "matches_pending": sum(counts.get(st, 0) for st in ACTIVE),
+        "budget": spec.get("budget"),
+        "spent_usd": spent,
+        "stopped_reason": row.stopped_reason,
         "created_at": row.created_at,
         "started_at": row.started_at,
         "finished_at": row.finished_at,

@@ -7,6 +7,8 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.sql import Select
 
+from leaderboard.dimensions import CRITERIA as DIMENSIONS_CRITERIA
+from leaderboard.dimensions import stored_outcome
 from leaderboard.players import SideRow
 from leaderboard.types import Winner
 
@@ -123,9 +125,45 @@ class Views(Database):
         return rows
 
 
-def _side_query(*extra: Any, done: bool = True) -> Select:
+    def dimension_side_rows(
+        self, dimension: str, *, tournament_id: int | None = None, judge: str | None = None
+    ) -> list[SideRow]:
+        """`side_rows` over `dimensions` judgements only, each row's winner being one dimension's
+        outcome: derived from the stored calls (the consistency rule applied to that dimension)
+        and oriented to the match's (a, b). Judgements whose calls lack the dimension are skipped."""
+        m, j, t = s.matches, s.judgements, s.tournaments
+        query = (
+            _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"),
+                        j.c.a_hash, j.c.calls, match_a_hash=True)
+            .join(j, j.c.id == m.c.judgement_id)
+            .where(j.c.criteria == DIMENSIONS_CRITERIA)
+        )
+        if tournament_id is None:
+            query = query.where(m.c.counted.is_(True))
+        else:
+            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+            query = query.where(m.c.tournament_id.in_(runs))
+        if judge is not None:
+            query = query.where(j.c.judge == judge)
+        seen: set[tuple[int, int, int]] = set()
+        rows: list[SideRow] = []
+        with self._read() as conn:
+            for r in conn.execute(query):
+                pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
+                if pair in seen:
+                    continue
+                seen.add(pair)
+                outcome = stored_outcome(json.loads(r.calls), r.judged_a, r.judged_b, dimension)
+                if outcome is None:
+                    continue
+                winner = outcome.winner if r.a_hash == r.match_a_hash else outcome.winner.flipped()
+                rows.append(SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, winner, r.question_id))
+        return rows
+
+
+def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False) -> Select:
     """Matches (`done` ones only, by default) with both sides' model and scenario and the
-    question, in resolve order."""
+    question (and, when asked, the output hash of the match's a), in resolve order."""
     m = s.matches
     sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
     query = (
@@ -137,6 +175,7 @@ def _side_query(*extra: Any, done: bool = True) -> Select:
             sb.c.model.label("b_model"),
             sb.c.scenario.label("b_scenario"),
             sa.c.question_id,
+            *([sa.c.output_hash.label("match_a_hash")] if match_a_hash else []),
         )
         .join(sa, sa.c.id == m.c.a_id)
         .join(sb, sb.c.id == m.c.b_id)

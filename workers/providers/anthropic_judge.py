@@ -106,6 +106,10 @@ class AnthropicJudge:
         """Judge `first` (Response A) against `second` (Response B); see `workers.judge.Judge`."""
         return await compare_with_reminder(self._send, question, first, second)
 
+    async def complete(self, system: str, messages: list[Message]) -> Completion:
+        """One free-form call with this judge's model (the tie analysis asks through it)."""
+        return await self._send(system, messages)
+
     async def aclose(self) -> None:
         """Close the HTTP client (call on worker shutdown, from the loop that used it)."""
         client, self._client, self._loop, self._limit = self._client, None, None, None

@@ -9,6 +9,12 @@ an LLM judge (its agreement with human experts: bench/offline_agreement.py).
 It is deterministic and order-free (swapping the responses swaps the verdict), so the
 both-orders policy never flags it inconsistent. Its `raw` reply is a JSON record of both
 scores, so every verdict stays traceable to the points that produced it.
+
+Criteria sets (`workers.criteria`): `overall` through `compare`; `compqa` through
+`score_compqa`, one answer at a time, naming the rubric criteria its rules cannot score
+(C8, C9, C11, C12, C14, and C10 without object names); `dimensions` is refused (a
+`PermanentJudgeError`): it has no free-form `complete`, and rules about structure say nothing
+about accuracy or clarity.
 """
 from __future__ import annotations
 
@@ -16,9 +22,17 @@ import json
 import time
 from collections.abc import Callable
 
-from leaderboard.rubric import NAMES, RULES_VERSION, RubricScore, objects_from_question, score_structure
+from leaderboard.rubric import (
+    MAX_POINTS,
+    NAMES,
+    RULES_VERSION,
+    RubricScore,
+    objects_from_question,
+    score_structure,
+)
 from leaderboard.types import Winner
 from service.config import Settings
+from workers.criteria.base import RubricReply
 from workers.errors import PermanentJudgeError
 from workers.judge import JudgeReply
 
@@ -31,6 +45,8 @@ SCORERS: dict[str, tuple[Scorer, str]] = {"rubric": (score_structure, RULES_VERS
 
 class OfflineJudge:
     """A `Judge` that scores each response with a local rule set and compares the totals."""
+
+    offline = True  # makes no provider call: no rate limit applies
 
     def __init__(self, name: str, settings: Settings | None = None) -> None:
         if name not in SCORERS:
@@ -60,6 +76,24 @@ class OfflineJudge:
             raw=raw,
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
+
+
+    async def score_compqa(self, question: str, answer: str) -> RubricReply:
+        """The Comparative-QA rubric score of one answer, on the criteria the rules cover;
+        `unscored` names the others. Zero tokens, never raises a provider error."""
+        started = time.perf_counter()
+        objects = objects_from_question(question) or (None, None)
+        score = self._score(answer, *objects)
+        unscored = tuple(n for n in MAX_POINTS if n not in score.points)
+        raw = json.dumps(
+            {"judge": f"offline/{self.name}", "rules": self.version, "objects": [o for o in objects if o],
+             **_record(score), "unscored": [f"C{n}" for n in unscored]},
+            ensure_ascii=False,
+        )  # fmt: skip
+        return RubricReply(
+            points=dict(score.points), max_total=score.max_total, raw=raw, unscored=unscored,
+            notes=dict(score.notes), latency_ms=(time.perf_counter() - started) * 1000.0,
+        )  # fmt: skip
 
 
 def explain(a: RubricScore, b: RubricScore) -> str:

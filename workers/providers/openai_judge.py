@@ -25,7 +25,11 @@ from typing import Any
 from service.config import Settings
 from workers.errors import JudgeError, PermanentJudgeError, TransientJudgeError
 from workers.judge import Completion, JudgeReply, Message, compare_with_reminder
-from workers.providers.anthropic_judge import SDK_WAIT_MAX_S, is_transient_status, retry_after_from
+from workers.providers.anthropic_judge import (
+    SDK_WAIT_MAX_S,
+    is_transient_status,
+    retry_after_from,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "no-key"  # sent when none is configured: local servers ignore it, the SDK needs one
@@ -82,6 +86,10 @@ class OpenAIJudge:
     async def compare(self, question: str, first: str, second: str) -> JudgeReply:
         """Judge `first` (Response A) against `second` (Response B); see `workers.judge.Judge`."""
         return await compare_with_reminder(self._send, question, first, second)
+
+    async def complete(self, system: str, messages: list[Message]) -> Completion:
+        """One free-form call with this judge's model (the other criteria sets ask through it)."""
+        return await self._send(system, messages)
 
     async def aclose(self) -> None:
         """Close the HTTP client (call on worker shutdown, from the loop that used it)."""

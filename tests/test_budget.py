@@ -1,0 +1,130 @@
+"""Cost and budget end to end: a real RQ worker, real Redis and SQLite, the real anthropic SDK
+against the fake Messages API, and a price for the fake judge from a JOUST_PRICES file."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.config import Settings
+from service.store import Store
+from tests.fake_anthropic import FakeAnthropic, prefer
+from tests.test_jobs import MODELS, start, submit, work
+
+PRICED = "anthropic/fake-judge"
+UNPRICED = "anthropic/unpriced-judge"
+PER_MTOK = 1000.0  # USD per million tokens, in and out: one call of the fake costs about $0.26
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(prefer(MODELS)) as server:
+        yield server
+
+
+@pytest.fixture
+def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({PRICED: {"input": PER_MTOK, "output": PER_MTOK}}))
+    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
+                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test-key",
+                        "JOUST_PRICES": str(prices)}.items():
+        monkeypatch.setenv(name, value)
+    return Settings.from_env()
+
+
+@pytest.fixture
+def db(env: Settings) -> Iterator[Store]:
+    st = Store(env.resolved_database_url)
+    yield st
+    st.close()
+
+
+def expected_cost(call: dict) -> float:
+    return (call["input_tokens"] + call["output_tokens"]) * PER_MTOK / 1_000_000
+
+
+def test_every_call_and_judgement_records_its_cost(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    tid = start(db, env, judge=PRICED)
+    work(env, db, tid)
+    judgements = db.tournament_judgements(tid)
+    assert len(judgements) == 3
+    for j in judgements:
+        assert all(c["cost_usd"] == pytest.approx(expected_cost(c)) and c["cost_usd"] > 0 for c in j["calls"])
+        assert j["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in j["calls"]))
+    billed = sum(r.input_tokens + r.output_tokens for r in fake.received) * PER_MTOK / 1_000_000
+    assert db.get_tournament(tid)["spent_usd"] == pytest.approx(billed)
+
+
+def test_a_judge_without_a_price_records_null_cost(db: Store, env: Settings) -> None:
+    submit(db, questions=1)
+    tid = start(db, env, judge=UNPRICED)
+    view = work(env, db, tid)
+    assert view["matches_done"] == 3 and view["spent_usd"] == 0.0
+    for j in db.tournament_judgements(tid):
+        assert j["cost_usd"] is None and all(c["cost_usd"] is None for c in j["calls"])
+        assert j["input_tokens"] > 0  # the tokens are known, only the price is not
+        assert db.get_judgement(j["judgement_id"])["cost_usd"] is None
+
+
+def test_a_budget_stops_the_run_and_cancels_the_rest(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=2)  # 6 matches at about $0.53 each
+    budget = 0.8
+    tid = start(db, env, judge=PRICED, budget=budget)
+    view = work(env, db, tid)
+    assert (view["status"], view["stopped_reason"], view["budget"]) == ("cancelled", "budget", budget)
+    done = view["matches_done"]
+    assert 1 <= done < 6 and view["matches_cancelled"] == 6 - done and view["matches_failed"] == 0
+    assert fake.replies == 2 * done  # nothing was asked once the budget was reached
+    costs = [j["cost_usd"] for j in db.tournament_judgements(tid)]
+    assert view["spent_usd"] == pytest.approx(sum(costs))
+    assert budget <= view["spent_usd"] <= budget + max(costs)
+
+
+def test_reused_judgements_cost_a_budget_nothing(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=1)
+    first = work(env, db, start(db, env, judge=PRICED))
+    assert first["spent_usd"] > 0
+    paid = fake.requests
+    again = work(env, db, start(db, env, judge=PRICED, budget=1e-9))
+    assert (again["status"], again["matches_done"], again["spent_usd"], again["stopped_reason"]) == ("done", 3, 0.0, None)
+    assert fake.requests == paid
+
+
+def test_a_budget_on_a_judge_without_a_price_is_stopped_before_any_call(
+    db: Store, env: Settings, fake: FakeAnthropic
+) -> None:
+    submit(db, questions=1)
+    view = work(env, db, start(db, env, judge=UNPRICED, budget=5.0))
+    assert (view["status"], view["stopped_reason"], view["matches_cancelled"]) == ("cancelled", "unpriced", 3)
+    assert fake.requests == 0
+
+
+@pytest.fixture
+def client(env: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(env.with_(api_key="k", queue_name="joust-budget-test"))) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [({"budget": 0}, "budget: Input should be greater than 0"), ({"budget": -1.5}, "greater than 0"),
+     ({"budget": "1"}, "budget: Input should be a valid number"), ({"budget": True}, "valid number"),
+     ({"budget": 1, "judge": UNPRICED}, "budget: the judge 'anthropic/unpriced-judge' has no price")],
+)
+def test_the_api_refuses_a_budget_it_cannot_keep(client: TestClient, body: dict, words: str) -> None:
+    response = client.post("/api/tournaments", json=body, headers={"Authorization": "Bearer k"})
+    assert response.status_code == 422 and words in response.json()["error"], response.text
+    assert client.get("/api/tournaments").json()["tournaments"] == []
+
+
+def test_the_api_stores_the_budget(client: TestClient) -> None:
+    response = client.post("/api/tournaments", json={"budget": 2.5, "judge": PRICED}, headers={"Authorization": "Bearer k"})
+    assert response.status_code == 202
+    view = client.get(f"/api/tournaments/{response.json()['id']}").json()
+    assert (view["budget"], view["spec"]["budget"], view["spent_usd"], view["stopped_reason"]) == (2.5, 2.5, 0.0, None)

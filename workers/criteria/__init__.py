@@ -1,0 +1,42 @@
+"""Criteria sets: what a judge is asked about a pair, one module per set, chosen through a dict.
+
+`CRITERIA` maps a tournament spec's `criteria` to an async function
+
+    judge(judge, ctx, policy, rng, *, scores) -> Judged(calls, outcome, extra)
+
+that asks the judge what its criteria need and returns the calls to store, the pair's outcome
+relative to the match's a, and extras (`workers.criteria.base`). The job (`workers.jobs`)
+keys, stores and resolves the judgement the same way whatever the set.
+
+- `overall`: the pairwise prompt of DESIGN.md, through `Judge.compare` (every judge).
+- `dimensions`: five A/B/TIE verdicts per call, consistency per dimension (chat judges).
+- `compqa`: the Comparative-QA rubric, an absolute score per submission kept in the score
+  book and reused across matches; higher total wins (chat judges, and offline judges with a
+  rubric scorer of their own).
+- `factsim`: FactSim for summaries of sources: not here yet (its module adds one entry).
+
+A set other than `overall` needs the judge's free-form call (`complete(system, messages)`);
+a judge without one fails the match with a `PermanentJudgeError` saying so.
+"""
+from __future__ import annotations
+
+from ..errors import PermanentJudgeError
+from . import compqa, dimensions, overall
+from .base import CriteriaSet, Judged, RubricReply, ScoreBook
+
+__all__ = ["CRITERIA", "CriteriaSet", "Judged", "RubricReply", "ScoreBook", "criteria_set"]
+
+CRITERIA: dict[str, CriteriaSet] = {
+    "overall": overall.judge,
+    "dimensions": dimensions.judge,
+    "compqa": compqa.judge,
+    # "factsim": factsim.judge,  (FactSim over a question's sources: another module, to come)
+}
+
+
+def criteria_set(name: str) -> CriteriaSet:
+    """The judging function of criteria set `name`; `PermanentJudgeError` for an unknown one."""
+    found = CRITERIA.get(name)
+    if found is None:
+        raise PermanentJudgeError(f"unknown criteria set {name!r} (known: {', '.join(sorted(CRITERIA))})")
+    return found
