@@ -225,8 +225,9 @@ def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: 
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;i&gt;terse&lt;/i&gt;" in page
     assert "&lt;b onmouseover=&quot;x&quot;&gt;night&lt;/b&gt;" in page
-    assert page.count("<table>") == 5  # models, scenarios, systems, scenario effects, tournaments
-    captions = ("Models", "Scenarios", "Systems (model + scenario)", "What a scenario is worth", "Recent tournaments")
+    assert page.count("<table>") == 6  # models, scenarios, systems, scenario effects, judge health, tournaments
+    captions = ("Models", "Scenarios", "Systems (model + scenario)", "What a scenario is worth", "Judge health",
+                "Recent tournaments")
     for caption in captions:
         assert f"<caption>{caption}" in page
     worth = page.split("<caption>What a scenario is worth")[1].split("</table>")[0]

@@ -1,19 +1,25 @@
-"""The web page, rendered on the server: the boards, what a scenario is worth, recent tournaments.
+"""The web page, rendered on the server: the boards, what a scenario is worth, judge health,
+rubric scores, recent tournaments.
 
 Plain HTML that reads without JavaScript and refreshes itself every 30 seconds. Every piece of
 text that came from a user (model and scenario names, tournament names, judges) goes through
 `html.escape`, so a model called `<script>` is shown, never run.
+
+Judge health comes from the board cache (recomputed only when judgements or parse failures
+change); the rubric scores are the `GET /api/scores` figures (by model and scenario, `compqa`),
+read on each load from the scores table, which holds one row per scored submission and judge.
 """
 from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse
 
+from leaderboard.health import JudgeHealth
 from leaderboard.types import Level, Rating
 from service.boards import Board, BoardCache, EffectsAt
 from service.store import Store
@@ -25,6 +31,7 @@ router = APIRouter(tags=["page"])
 
 TITLES = {Level.MODEL: "Models", Level.SCENARIO: "Scenarios", Level.SYSTEM: "Systems (model + scenario)"}
 RECENT = 20
+SCORED = "compqa"  # the criteria set whose absolute scores the page shows (GET /api/scores' default)
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #222; }
@@ -108,6 +115,79 @@ def scenarios_table(fitted: EffectsAt | None, revision: int) -> str:
     )
 
 
+def percent(value: float | None) -> str:
+    """A share as a percentage with one decimal; an em dash when there was nothing to count."""
+    value = None if value is None else finite(value)
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+HEALTH_LEGEND = (
+    "Shares of each judge's calls (one call = one verdict on one display order). First position: of the "
+    "calls naming a winner, the share won by the answer shown first; 50% means no position bias. "
+    "Consistency: both-order judgements whose two orders agree. Longer wins: calls naming a winner "
+    "that picked the longer answer. Human agreement: verdicts matching human votes on the same pairs. "
+    "— means nothing to count. JSON: "
+)
+
+
+def health_table(judges: Sequence[JudgeHealth]) -> str:
+    """One row per judge: how far its verdicts can be trusted (see `leaderboard.health`)."""
+    head = (
+        "<tr><th>Judge</th><th class=num>Calls</th><th class=num>Consistency</th>"
+        "<th class=num>First position</th><th class=num>Ties</th><th class=num>Parse failures</th>"
+        "<th class=num>Longer wins</th><th class=num>Human agreement</th></tr>"
+    )
+    body = "".join(
+        "<tr>"
+        f"<td>{esc(h.judge)}</td><td class=num>{h.calls}</td><td class=num>{percent(h.consistency)}</td>"
+        f"<td class=num>{percent(h.first_position_win_rate)}</td><td class=num>{percent(h.tie_rate)}</td>"
+        f"<td class=num>{percent(h.parse_failure_rate)}</td><td class=num>{percent(h.longer_wins_rate)}</td>"
+        f"<td class=num>{human_text(h)}</td>"
+        "</tr>"
+        for h in judges
+    )
+    if not body:
+        body = "<tr><td colspan=8 class=muted>No judgements yet.</td></tr>"
+    legend = f'<p class=muted>{esc(HEALTH_LEGEND)}<a href="/api/judges">/api/judges</a>.</p>'
+    return f"<table><caption>Judge health</caption><thead>{head}</thead><tbody>{body}</tbody></table>{legend}"
+
+
+def human_text(h: JudgeHealth) -> str:
+    """Agreement with human votes and on how many pairs it rests."""
+    if h.human_agreement is None:
+        return "—"
+    pairs = f"{h.human_pairs} pair{'s' if h.human_pairs != 1 else ''}"
+    return f"{percent(h.human_agreement)} <span class=muted>({pairs})</span>"
+
+
+def score_text(row: Mapping | None) -> str:
+    """mean ± std (n) of one judge's scores of one system; em dashes for what is missing."""
+    if row is None:
+        return "—"
+    return f"{number(row['mean'], 1)} ± {number(row['std'], 1)} <span class=muted>({int(row['n'])})</span>"
+
+
+def scores_table(by_judge: Mapping[str, Sequence[Mapping]]) -> str:
+    """Rubric scores per (model, scenario), one column per judge; nothing when none are stored."""
+    judges = [name for name, rows in by_judge.items() if rows]
+    if not judges:
+        return ""
+    cells = {(name, r.get("model"), r.get("scenario")): r for name in judges for r in by_judge[name]}
+    systems = sorted({(model, scenario) for _, model, scenario in cells}, key=lambda s: (str(s[0]), str(s[1])))
+    head = "<tr><th>Model</th><th>Scenario</th>" + "".join(f"<th class=num>{esc(j)}</th>" for j in judges) + "</tr>"
+    body = "".join(
+        f"<tr><td>{esc(model)}</td><td>{esc(scenario)}</td>"
+        + "".join(f"<td class=num>{score_text(cells.get((j, model, scenario)))}</td>" for j in judges)
+        + "</tr>"
+        for model, scenario in systems
+    )
+    note = (
+        f" <span class=muted>({esc(SCORED)} rubric, out of 19: mean ± standard deviation (number of scores); "
+        f'JSON: <a href="/api/scores">/api/scores</a>)</span>'
+    )
+    return f"<table><caption>Rubric scores{note}</caption><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
 def signed(value: float | None) -> str:
     """An effect with its sign, so +35 and -35 read as what they are."""
     return "—" if value is None else f"{value:+.0f}"
@@ -138,8 +218,11 @@ def tournaments_table(rows: Iterable[dict]) -> str:
     )
 
 
-def render_page(boards: list[Board], recent: Iterable[dict], effects: EffectsAt | None = None) -> str:
-    """The whole page."""
+def render_page(
+    boards: list[Board], recent: Iterable[dict], effects: EffectsAt | None = None,
+    health: Sequence[JudgeHealth] = (), scores: Mapping[str, Sequence[Mapping]] | None = None,
+) -> str:
+    """The whole page; `scores` are score means by judge (`Store.score_means`, by model and scenario)."""
     tables = "".join(board_table(b) for b in boards)
     revision = max((b.revision for b in boards), default=0)
     return (
@@ -151,7 +234,8 @@ def render_page(boards: list[Board], recent: Iterable[dict], effects: EffectsAt 
         "<p class=muted>Bradley-Terry ratings on the Elo scale (1000 = the mean player) with 95% intervals; "
         "Elo is the online rating in judgement order. Order-inconsistent verdicts count as ties. "
         'JSON: <a href="/api/leaderboard">/api/leaderboard</a>, API docs: <a href="/docs">/docs</a>.</p>'
-        f"{tables}{scenarios_table(effects, revision)}{tournaments_table(recent)}"
+        f"{tables}{scenarios_table(effects, revision)}{health_table(health)}{scores_table(scores or {})}"
+        f"{tournaments_table(recent)}"
         "</body></html>"
     )
 
@@ -161,6 +245,10 @@ def page(
     store: Annotated[Store, Depends(get_store)], cache: Annotated[BoardCache, Depends(get_boards)]
 ) -> HTMLResponse:
     """The leaderboards by model, by scenario and by system (current as of this request), what a
-    scenario is worth (fitted in the background when that takes long), and the recent tournaments."""
+    scenario is worth (fitted in the background when that takes long), each judge's health, the
+    rubric scores when there are any, and the recent tournaments."""
     boards = [cache.board(level) for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
-    return HTMLResponse(render_page(boards, store.list_tournaments(limit=RECENT), cache.effects_soon()))
+    scores = {judge: store.score_means(judge, SCORED, ("model", "scenario")) for judge in store.score_judges(SCORED)}
+    return HTMLResponse(render_page(
+        boards, store.list_tournaments(limit=RECENT), cache.effects_soon(), cache.judge_health().judges, scores,
+    ))
