@@ -87,8 +87,9 @@ class TournamentIn(BaseModel):
     seed: Annotated[StrictInt, Field(ge=0, lt=2**63)] | None = None
     judge: JudgeSpec | None = None  # default: settings.judge
     order: Literal["both", "single"] = "both"
-    # workers.criteria.CRITERIA: the pairwise prompt, five dimensions, or the Comparative-QA rubric.
-    criteria: Literal["overall", "dimensions", "compqa"] = "overall"
+    # workers.criteria.CRITERIA: the pairwise prompt, five dimensions, the Comparative-QA rubric,
+    # or FactSim (summaries against their sources).
+    criteria: Literal["overall", "dimensions", "compqa", "factsim"] = "overall"
     models: Filter | None = None
     scenarios: Filter | None = None
     questions: Filter | None = None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workers.criteria.compqa_prompt import ANSWER_TAG
+from workers.criteria.factsim_prompt import DOCUMENT_TAG
 from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG
 
 Decide = Callable[[str, list[str]], str]
@@ -135,6 +136,22 @@ def rubric_scores(totals: dict[str, int], default: int = 0) -> Decide:
             return "I could not find the answer to score."
         marked = [name for name in totals if f"[{name}]" in answer]
         return json.dumps(rubric_points(totals[marked[0]] if marked else default))
+
+    return decide
+
+
+def fact_lines(decorate: Callable[[str], str] = lambda reply: reply) -> Decide:
+    """A fact extractor (the `factsim` criteria set) for texts written one fact a line as
+    "subject | relation | object": it answers {"facts": [[subject, relation, object], ...]}
+    for the lines of the `<document>` block that have that shape (other lines state nothing).
+    `decorate` wraps the JSON (prose, code fences) to exercise the parser."""
+
+    def decide(system: str, users: list[str]) -> str:
+        text = block(users[0], DOCUMENT_TAG) if users else None
+        if text is None:
+            return "I could not find the document."
+        facts = [[part.strip() for part in line.split("|")] for line in text.splitlines() if line.count("|") == 2]
+        return decorate(json.dumps({"facts": facts}))
 
     return decide
 

@@ -85,7 +85,7 @@ def _judge_and_record(rt: runtime.Runtime, ctx: MatchContext, key: str, criteria
         return "skipped"
     try:
         judge = rt.judge(spec["judge"])
-        judge_criteria = criteria_set(criteria)  # workers.criteria.CRITERIA: overall, dimensions, compqa
+        judge_criteria = criteria_set(criteria)  # workers.criteria.CRITERIA: overall, dimensions, compqa, factsim
         calls, outcome, _extra = rt.run(
             judge_criteria(judge, ctx, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)),
                            scores=rt.store)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION as TEMPLATE_VERSION  # re-exported (docstring)
+
 QUESTION_TAG = "question"
 RESPONSE_A_TAG = "response_a"
 RESPONSE_B_TAG = "response_b"

@@ -71,6 +71,8 @@ class MatchContext:
     spec: dict
     a: Submission
     b: Submission
+    # submission id -> its metadata (the `factsim` criteria set reads a summary's sources there)
+    metadata: dict[int, dict] = field(default_factory=dict)
 
 
 def _sqlite_engine(url: str) -> Engine:

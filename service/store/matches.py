@@ -18,7 +18,7 @@ class Matches(Database):
     """Matches as workers see them: start, resolve with a keyed judgement, fail, hand out again."""
 
     def match_context(self, match_id: int) -> MatchContext:
-        """A match with its tournament's spec and both submissions; raises NotFound."""
+        """A match with its tournament's spec and both submissions (and their metadata); raises NotFound."""
         m, t, sub = s.matches, s.tournaments, s.submissions
         with self._read() as conn:
             row = conn.execute(
@@ -26,7 +26,8 @@ class Matches(Database):
             ).first()
             if row is None:
                 raise NotFound(f"no match {match_id}")
-            subs = {r.id: submission_of(r) for r in conn.execute(select(sub).where(sub.c.id.in_([row.a_id, row.b_id])))}
+            rows = conn.execute(select(sub).where(sub.c.id.in_([row.a_id, row.b_id]))).all()
+        subs = {r.id: submission_of(r) for r in rows}
         return MatchContext(
             match_id=row.id,
             tournament_id=row.tournament_id,
@@ -35,6 +36,7 @@ class Matches(Database):
             spec=json.loads(row.spec),
             a=subs[row.a_id],
             b=subs[row.b_id],
+            metadata={r.id: json.loads(r.metadata or "{}") for r in rows},
         )
 
     def start_match(self, match_id: int) -> bool:

@@ -13,7 +13,9 @@ keys, stores and resolves the judgement the same way whatever the set.
 - `compqa`: the Comparative-QA rubric, an absolute score per submission kept in the score
   book and reused across matches; higher total wins (chat judges, and offline judges with a
   rubric scorer of their own).
-- `factsim`: FactSim for summaries of sources: not here yet (its module adds one entry).
+- `factsim`: FactSim of a summary against its sources (fact tuples extracted by the judge,
+  embedded offline with all-MiniLM-L6-v2), an absolute score per submission kept in the score
+  book; higher FactSim wins (chat judges; needs the `joust[factsim]` extra on the worker).
 
 A set other than `overall` needs the judge's free-form call (`complete(system, messages)`);
 a judge without one fails the match with a `PermanentJudgeError` saying so.
@@ -21,7 +23,7 @@ a judge without one fails the match with a `PermanentJudgeError` saying so.
 from __future__ import annotations
 
 from ..errors import PermanentJudgeError
-from . import compqa, dimensions, overall
+from . import compqa, dimensions, factsim, overall
 from .base import CriteriaSet, Judged, RubricReply, ScoreBook
 
 __all__ = ["CRITERIA", "CriteriaSet", "Judged", "RubricReply", "ScoreBook", "criteria_set"]
@@ -30,7 +32,7 @@ CRITERIA: dict[str, CriteriaSet] = {
     "overall": overall.judge,
     "dimensions": dimensions.judge,
     "compqa": compqa.judge,
-    # "factsim": factsim.judge,  (FactSim over a question's sources: another module, to come)
+    "factsim": factsim.judge,
 }
 
 
