@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 from leaderboard.keys import content_hash
 from leaderboard.types import Winner
@@ -21,6 +19,7 @@ from service.config import Settings
 from service.routes import judgements
 from service.store import NewJudgement, Store
 from tests.fake_anthropic import FakeAnthropic, block, verdict_json
+from tests.worker_fixtures import work_until
 from workers.analysis import AnalysisParseError, parse_analysis
 from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG
 
@@ -48,13 +47,8 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "x",
-                        "JOUST_RETRY_BACKOFF": "0.05", "JOUST_JOB_RETRIES": "1"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("JOUST_PRICES", raising=False)
-    return Settings.from_env()
+def env_vars() -> dict[str, str | None]:
+    return {"ANTHROPIC_API_KEY": "x", "JOUST_RETRY_BACKOFF": "0.05", "JOUST_JOB_RETRIES": "1", "JOUST_PRICES": None}
 
 
 def app_for(settings: Settings) -> FastAPI:
@@ -73,18 +67,6 @@ def client(env: Settings) -> Iterator[TestClient]:
 
 def store_of(client: TestClient) -> Store:
     return client.app.state.store  # type: ignore[attr-defined]
-
-
-def work_until(env: Settings, done: Callable[[], bool], rounds: int = 60) -> None:
-    """Run burst workers (with the scheduler, for retries) until `done()` (bounded)."""
-    redis = Redis.from_url(env.redis_url)
-    queue = Queue(env.queue_name, connection=redis)
-    for _ in range(rounds):
-        SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
-        if done():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the work did not finish")
 
 
 def judged_tie(client: TestClient, env: Settings) -> int:

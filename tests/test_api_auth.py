@@ -3,7 +3,6 @@ unknown routes, health. Writes need `Authorization: Bearer <key>`: none is 401, 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,8 @@ SUBMISSION = {"question": "q", "model": "m", "output": "o"}
 
 
 @pytest.fixture
-def settings(tmp_path: Path, redis_url: str) -> Settings:
-    return Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY)
-
-
-@pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as client:
-        yield client
+def settings(api_settings: Settings) -> Settings:
+    return api_settings
 
 
 def count_stored(client: TestClient) -> int:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from redis import Redis
 from rq import Queue
 
 from leaderboard.keys import content_hash, judgement_key, orient
 from leaderboard.players import player_of
 from leaderboard.types import Level, Submission, Winner
-from service.app import create_app
 from service.config import DEFAULT_JUDGE, Settings
 from service.routes.leaderboard import board_at, compute_board
 from service.store import NewJudgement, Store
@@ -29,17 +26,8 @@ Prefer = Callable[[Submission, Submission], Winner]
 
 
 @pytest.fixture
-def client(tmp_path: Path, redis_url: str) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY, queue_name=QUEUE)
-    with TestClient(create_app(settings)) as client:
-        yield client
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[Queue]:
-    redis = Redis.from_url(redis_url)
-    yield Queue(QUEUE, connection=redis)
-    redis.close()
+def api_settings(api_settings: Settings) -> Settings:
+    return api_settings.with_(queue_name=QUEUE)
 
 
 def submit(client: TestClient, questions: list[str], systems: list[tuple[str, str]]) -> None:

@@ -3,42 +3,17 @@ validation messages, size limits; a rejected request stores nothing."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from leaderboard.keys import default_question_id
-from service.app import create_app
-from service.config import Settings
+from tests.api_fixtures import MakeClient
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-MakeClient = Callable[..., TestClient]
-
-
-@pytest.fixture
-def make_client(tmp_path: Path, redis_url: str) -> Iterator[MakeClient]:
-    """Build an app on this test's data dir (settings overridable) and enter its lifespan."""
-    clients: list[TestClient] = []
-
-    def make(**changes: object) -> TestClient:
-        settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY).with_(**changes)
-        client = TestClient(create_app(settings))
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
-
-
-@pytest.fixture
-def client(make_client: MakeClient) -> TestClient:
-    return make_client()
 
 
 def sub(model: str = "m1", question: str = "What is 2+2?", output: str = "4", **extra: object) -> dict:

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.config import Settings
 from service.store import Store
-from tests.fake_anthropic import FakeAnthropic, prefer
-from tests.test_jobs import MODELS, start, submit, work
+from tests.fake_anthropic import FakeAnthropic
+from tests.worker_fixtures import start, submit, work
 
 PRICED = "anthropic/fake-judge"
 UNPRICED = "anthropic/unpriced-judge"
@@ -21,27 +21,10 @@ PER_MTOK = 1000.0  # USD per million tokens, in and out: one call of the fake co
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(prefer(MODELS)) as server:
-        yield server
-
-
-@pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
+def env_vars(tmp_path: Path) -> dict[str, str]:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({PRICED: {"input": PER_MTOK, "output": PER_MTOK}}))
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test-key",
-                        "JOUST_PRICES": str(prices)}.items():
-        monkeypatch.setenv(name, value)
-    return Settings.from_env()
-
-
-@pytest.fixture
-def db(env: Settings) -> Iterator[Store]:
-    st = Store(env.resolved_database_url)
-    yield st
-    st.close()
+    return {"JOUST_PRICES": str(prices)}
 
 
 def expected_cost(call: dict) -> float:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -19,8 +18,8 @@ from service.routes import scores as scores_route
 from service.store import NewSubmission, Store
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import rubric_points, rubric_scores
-from tests.test_jobs import start, submit, work
 from tests.test_rubric import GOOD
+from tests.worker_fixtures import start, submit, work
 
 KEY = "test-key"
 JUDGE = "anthropic/fake-judge"
@@ -34,19 +33,8 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test-key",
-                        "JOUST_API_KEY": KEY}.items():
-        monkeypatch.setenv(name, value)
-    return Settings.from_env()
-
-
-@pytest.fixture
-def db(env: Settings) -> Iterator[Store]:
-    st = Store(env.resolved_database_url)
-    yield st
-    st.close()
+def env_vars() -> dict[str, str]:
+    return {"JOUST_API_KEY": KEY}
 
 
 def app_with_scores(settings: Settings) -> FastAPI:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,7 +16,7 @@ from service.config import Settings
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fake_policies import dimension_verdicts
-from tests.test_jobs import MODELS, start, submit, work
+from tests.worker_fixtures import MODELS, start, submit, work
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -30,19 +29,8 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test-key",
-                        "JOUST_API_KEY": KEY, "JOUST_JUDGE": "anthropic/fake-judge"}.items():
-        monkeypatch.setenv(name, value)
-    return Settings.from_env()
-
-
-@pytest.fixture
-def db(env: Settings) -> Iterator[Store]:
-    st = Store(env.resolved_database_url)
-    yield st
-    st.close()
+def env_vars() -> dict[str, str]:
+    return {"JOUST_API_KEY": KEY, "JOUST_JUDGE": "anthropic/fake-judge"}
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,7 +16,7 @@ from service.store import NewSubmission, Store
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import fact_lines
 from tests.test_criteria_compqa import app_with_scores, scores
-from tests.test_jobs import start, work
+from tests.worker_fixtures import start, work
 from workers.criteria import factsim as factsim_criteria
 from workers.embeddings import EncoderUnavailable
 
@@ -47,19 +46,8 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-                        "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "test-key",
-                        "JOUST_API_KEY": KEY, "HF_HUB_OFFLINE": "1"}.items():
-        monkeypatch.setenv(name, value)
-    return Settings.from_env()
-
-
-@pytest.fixture
-def db(env: Settings) -> Iterator[Store]:
-    st = Store(env.resolved_database_url)
-    yield st
-    st.close()
+def env_vars() -> dict[str, str]:
+    return {"JOUST_API_KEY": KEY, "HF_HUB_OFFLINE": "1"}
 
 
 def submit(store: Store, models: dict[str, str] = SUMMARIES, *, sources: list[str] | None = None,

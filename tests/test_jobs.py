@@ -3,81 +3,24 @@ real anthropic SDK talking to the fake Messages API on loopback."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Iterator
 
 import pytest
-from redis import Redis
-from rq import Queue, SimpleWorker
 
 from service.config import Settings
-from service.queue import JobQueue
-from service.store import NewSubmission, Store
-from service.tournaments import launch
-from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed, prefer
+from service.store import Store
+from tests import worker_fixtures
+from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
+from tests.worker_fixtures import MODELS, set_env, start, submit, work
 from workers.jobs import judge_match
 
-MODELS = ["good", "mid", "bad"]
+db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic(prefer(MODELS)) as server:
-        yield server
-
-
-@pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    """Point this process's worker runtime at the test's Redis, database and fake judge."""
-    values = {
-        "JOUST_DATA_DIR": str(tmp_path),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
-        "REDIS_URL": redis_url,
-        "ANTHROPIC_BASE_URL": fake.url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "JOUST_RETRY_BACKOFF": "0.05",
-        "JOUST_JOB_RETRIES": "2",
-    }
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
+def env(env: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The worker environment, with quick retries."""
+    set_env(monkeypatch, {"JOUST_RETRY_BACKOFF": "0.05", "JOUST_JOB_RETRIES": "2"})
     return Settings.from_env()
-
-
-@pytest.fixture
-def db(env: Settings) -> Iterator[Store]:
-    st = Store(env.resolved_database_url)
-    yield st
-    st.close()
-
-
-def submit(store: Store, questions: int = 2) -> None:
-    store.add_submissions(
-        [
-            NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
-                          output=f"[{m}] answer to {q}")
-            for q in range(questions)
-            for m in MODELS
-        ]
-    )
-
-
-def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge", **spec: object) -> int:
-    queue = JobQueue(Redis.from_url(settings.redis_url), settings.queue_name, 60)
-    full = {"mode": "round_robin", "judge": judge, "order": "both", "criteria": "overall", **spec}
-    return launch(store, queue, "t", full).id
-
-
-def work(settings: Settings, store: Store, tid: int, rounds: int = 60) -> dict:
-    """Run a burst worker until the tournament has no active match (bounded)."""
-    redis = Redis.from_url(settings.redis_url)
-    queue = Queue(settings.queue_name, connection=redis)
-    for _ in range(rounds):
-        SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
-        view = store.get_tournament(tid)
-        if view["matches_pending"] == 0:
-            return view
-        time.sleep(0.1)
-    raise AssertionError(f"tournament {tid} did not finish: {store.get_tournament(tid)}")
 
 
 def test_both_orders_are_judged_and_the_planted_order_wins(db: Store, env: Settings, fake: FakeAnthropic) -> None:

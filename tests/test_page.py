@@ -6,20 +6,17 @@ from __future__ import annotations
 import html
 import re
 import statistics
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from redis import Redis
 from rq import Queue
 
 from leaderboard.keys import content_hash
 from leaderboard.types import Winner
-from service.app import create_app
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import NewJudgement, Store
 from service.store.imports import ImportedJudgement, NewScore
+from tests.api_fixtures import store_of
 
 KEY = "page-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -29,21 +26,8 @@ EVIL = "<script>alert('judge')</script>"
 
 
 @pytest.fixture
-def client(tmp_path: Path, redis_url: str) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY, queue_name=QUEUE)
-    with TestClient(create_app(settings)) as client:
-        yield client
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[Queue]:
-    redis = Redis.from_url(redis_url)
-    yield Queue(QUEUE, connection=redis)
-    redis.close()
-
-
-def store_of(client: TestClient) -> Store:
-    return client.app.state.store  # type: ignore[attr-defined]
+def api_settings(api_settings: Settings) -> Settings:
+    return api_settings.with_(api_key=KEY, queue_name=QUEUE)
 
 
 def submit(client: TestClient, outputs: dict[str, str], question: str = "q1", scenario: str = "default") -> dict[str, int]:

@@ -35,7 +35,7 @@ from .errors import (
     VerdictParseError,
 )
 from .judge import Answer, Send, ask_with_reminder
-from .prompts import QUESTION_TAG, RESPONSE_A_TAG, RESPONSE_B_TAG, neutralise
+from .prompts import fenced_pair
 from .verdict import objects_in
 
 log = logging.getLogger(__name__)
@@ -62,22 +62,8 @@ Reply ONLY with a JSON object, with no other text before or after it, each value
 sentences:
 {_SHAPE}"""
 
-USER_TEMPLATE = """\
-Compare the two responses to the question, which were judged equally good overall.
-
-<{q}>
-{question}
-</{q}>
-
-<{a}>
-{first}
-</{a}>
-
-<{b}>
-{second}
-</{b}>
-
-What does each response do better, and whom does each suit? Reply only with the JSON object."""
+USER_INTRO = "Compare the two responses to the question, which were judged equally good overall."
+USER_ASK = "What does each response do better, and whom does each suit? Reply only with the JSON object."
 
 REMINDER = f"""\
 Your previous reply could not be read. Reply again with ONLY this JSON object and nothing else:
@@ -90,9 +76,7 @@ class AnalysisParseError(VerdictParseError):
 
 def build_analysis_prompt(question: str, a: str, b: str) -> tuple[str, str]:
     """(system, user) asking how `a` ("Response A") and `b` ("Response B") differ."""
-    user = USER_TEMPLATE.format(q=QUESTION_TAG, a=RESPONSE_A_TAG, b=RESPONSE_B_TAG, question=neutralise(question),
-                                first=neutralise(a), second=neutralise(b))
-    return SYSTEM_PROMPT, user
+    return SYSTEM_PROMPT, fenced_pair(USER_INTRO, question, a, b, USER_ASK)
 
 
 def parse_analysis(text: str) -> dict[str, str]:

@@ -46,8 +46,8 @@ prefer a response because it is longer. Answer "TIE" only when neither response 
 Reply ONLY with a JSON object, with no other text before or after it:
 {"winner": "A" | "B" | "TIE", "reason": "<one sentence>"}"""
 
-USER_TEMPLATE = """\
-Compare the two responses to the question.
+_FENCED_PAIR = """\
+{intro}
 
 <{q}>
 {question}
@@ -61,8 +61,12 @@ Compare the two responses to the question.
 {second}
 </{b}>
 
+{ask}"""
+
+USER_INTRO = "Compare the two responses to the question."
+USER_ASK = """\
 Which response answers the question better? Reply only with the JSON object \
-{{"winner": "A" | "B" | "TIE", "reason": "<one sentence>"}}."""
+{"winner": "A" | "B" | "TIE", "reason": "<one sentence>"}."""
 
 REMINDER = """\
 Your previous reply could not be read as a verdict. Reply again with ONLY this JSON object and \
@@ -76,17 +80,24 @@ def neutralise(text: str) -> str:
     return _TAG_LIKE.sub("&lt;", text)
 
 
-def build_pairwise_prompt(question: str, first: str, second: str) -> tuple[str, str]:
-    """(system, user) asking which of `first` ("Response A") and `second` ("Response B") wins."""
-    user = USER_TEMPLATE.format(
+def fenced_pair(intro: str, question: str, first: str, second: str, ask: str) -> str:
+    """A user message: `intro`, then the question, Response A (`first`) and Response B (`second`)
+    each neutralised inside its fence, then `ask`."""
+    return _FENCED_PAIR.format(
+        intro=intro,
         q=QUESTION_TAG,
         a=RESPONSE_A_TAG,
         b=RESPONSE_B_TAG,
         question=neutralise(question),
         first=neutralise(first),
         second=neutralise(second),
+        ask=ask,
     )
-    return SYSTEM_PROMPT, user
+
+
+def build_pairwise_prompt(question: str, first: str, second: str) -> tuple[str, str]:
+    """(system, user) asking which of `first` ("Response A") and `second` ("Response B") wins."""
+    return SYSTEM_PROMPT, fenced_pair(USER_INTRO, question, first, second, USER_ASK)
 
 
 def neutralise_tags(text: str, tags: tuple[str, ...]) -> str:

@@ -30,7 +30,7 @@ from service.store import MatchContext
 from ..errors import VerdictParseError
 from ..judge import Answer, Judge, Send, ask_with_reminder, completer
 from ..pairwise import JudgedCall
-from ..prompts import QUESTION_TAG, RESPONSE_A_TAG, RESPONSE_B_TAG, neutralise
+from ..prompts import fenced_pair
 from ..verdict import objects_in, winner_from_word
 from .base import Judged, ScoreBook
 
@@ -63,22 +63,8 @@ responses are shown influence you, and do not prefer a response because it is lo
 Reply ONLY with a JSON object with exactly these keys, with no other text before or after it:
 {_SHAPE}"""
 
-USER_TEMPLATE = """\
-Compare the two responses to the question, dimension by dimension.
-
-<{q}>
-{question}
-</{q}>
-
-<{a}>
-{first}
-</{a}>
-
-<{b}>
-{second}
-</{b}>
-
-Reply only with the JSON object {shape}."""
+USER_INTRO = "Compare the two responses to the question, dimension by dimension."
+USER_ASK = f"Reply only with the JSON object {_SHAPE}."
 
 REMINDER = f"""\
 Your previous reply could not be read as five verdicts. Reply again with ONLY this JSON object \
@@ -89,11 +75,7 @@ and nothing else, giving every one of accuracy, completeness, clarity, concisene
 
 def build_dimensions_prompt(question: str, first: str, second: str) -> tuple[str, str]:
     """(system, user) asking for the five verdicts on `first` (Response A) and `second` (B)."""
-    user = USER_TEMPLATE.format(
-        q=QUESTION_TAG, a=RESPONSE_A_TAG, b=RESPONSE_B_TAG, shape=_SHAPE,
-        question=neutralise(question), first=neutralise(first), second=neutralise(second),
-    )  # fmt: skip
-    return SYSTEM_PROMPT, user
+    return SYSTEM_PROMPT, fenced_pair(USER_INTRO, question, first, second, USER_ASK)
 
 
 def parse_dimensions(text: str) -> tuple[dict[str, Winner], str]:

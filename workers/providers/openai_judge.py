@@ -17,16 +17,15 @@ once as `TransientJudgeError` with the (capped) wait and joust backs off itself.
 """
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from typing import Any
 
 from service.config import Settings
-from workers.errors import JudgeError, PermanentJudgeError, TransientJudgeError
-from workers.judge import Completion, JudgeReply, Message, compare_with_reminder
-from workers.providers.anthropic_judge import (
+from workers.errors import PermanentJudgeError
+from workers.judge import Completion, Message
+from workers.providers.chat import (
     SDK_WAIT_MAX_S,
+    ChatJudge,
     is_transient_status,
     retry_after_from,
 )
@@ -43,13 +42,12 @@ async def _no_long_sdk_waits(response: Any) -> None:
             response.headers["x-should-retry"] = "false"
 
 
-class OpenAIJudge:
-    """A `Judge` calling `model` through one long-lived `AsyncOpenAI` client.
+class OpenAIJudge(ChatJudge):
+    """A `Judge` calling `model` through one long-lived `AsyncOpenAI` client (see `ChatJudge`
+    for the client-per-loop and the concurrency limit)."""
 
-    At most `settings.judge_concurrency` calls of this instance are in flight at once. The client
-    and the limit belong to the event loop they were first used on; used from another loop, the
-    judge builds fresh ones for that loop.
-    """
+    provider = "openai"
+    sdk_error = "OpenAIError"
 
     def __init__(
         self,
@@ -65,16 +63,10 @@ class OpenAIJudge:
             raise PermanentJudgeError("the openai SDK is not installed: pip install 'joust[openai]'") from exc
         if not model:
             raise PermanentJudgeError("openai judge needs a model name")
-        self.model = model
+        super().__init__(model, settings, openai, max_retries=max_retries)
         self.spec = f"openai/{model}"
         self.endpoint = settings.endpoint(self.spec)
-        self._sdk = openai
-        self._settings = settings
-        self._max_retries = max_retries
         self._temperature = temperature
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
-        self._limit: asyncio.Semaphore | None = None
 
     @property
     def base_url(self) -> str:
@@ -83,55 +75,29 @@ class OpenAIJudge:
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r})"
 
-    async def compare(self, question: str, first: str, second: str) -> JudgeReply:
-        """Judge `first` (Response A) against `second` (Response B); see `workers.judge.Judge`."""
-        return await compare_with_reminder(self._send, question, first, second)
+    def _new_client(self) -> Any:
+        timeout = self._settings.judge_timeout_s
+        return self._sdk.AsyncOpenAI(
+            api_key=self.endpoint.api_key or NO_KEY,
+            base_url=self.base_url,
+            max_retries=self._max_retries,
+            timeout=timeout,
+            # Our own httpx client (see ChatJudge._bind), carrying the retry guard.
+            http_client=self._sdk.DefaultAsyncHttpxClient(
+                timeout=timeout, event_hooks={"response": [_no_long_sdk_waits]}
+            ),
+        )
 
-    async def complete(self, system: str, messages: list[Message]) -> Completion:
-        """One free-form call with this judge's model (the other criteria sets ask through it)."""
-        return await self._send(system, messages)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client (call on worker shutdown, from the loop that used it)."""
-        client, self._client, self._loop, self._limit = self._client, None, None, None
-        if client is not None:
-            await client.close()
-
-    def _bind(self) -> tuple[Any, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._client is None or self._limit is None:
-            timeout = self._settings.judge_timeout_s
-            self._client = self._sdk.AsyncOpenAI(
-                api_key=self.endpoint.api_key or NO_KEY,
-                base_url=self.base_url,
-                max_retries=self._max_retries,
-                timeout=timeout,
-                # Our own httpx client (see AnthropicJudge._bind), carrying the retry guard.
-                http_client=self._sdk.DefaultAsyncHttpxClient(
-                    timeout=timeout, event_hooks={"response": [_no_long_sdk_waits]}
-                ),
-            )
-            self._limit = asyncio.Semaphore(max(1, self._settings.judge_concurrency))
-            self._loop = loop
-        return self._client, self._limit
-
-    async def _send(self, system: str, messages: list[Message]) -> Completion:
-        client, limit = self._bind()
+    async def _create(self, client: Any, system: str, messages: list[Message]) -> Any:
         extra = {} if self._temperature is None else {"temperature": self._temperature}
-        async with limit:
-            started = time.perf_counter()
-            try:
-                response = await client.chat.completions.create(
-                    model=self.model,
-                    messages=[{"role": "system", "content": system}, *messages],
-                    max_tokens=self._settings.judge_max_tokens,
-                    **extra,
-                )
-            except JudgeError:
-                raise
-            except self._sdk.OpenAIError as exc:
-                raise self._translate(exc) from exc
-            latency_ms = (time.perf_counter() - started) * 1000.0
+        return await client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "system", "content": system}, *messages],
+            max_tokens=self._settings.judge_max_tokens,
+            **extra,
+        )
+
+    def _completion(self, response: Any, latency_ms: float) -> Completion:
         choices = getattr(response, "choices", None) or []
         # No choices, or content None (a refusal, a tool call): no verdict; the reminder re-asks.
         text = (choices[0].message.content or "") if choices else ""
@@ -143,22 +109,13 @@ class OpenAIJudge:
             latency_ms=latency_ms,
         )
 
-    def _translate(self, exc: Exception) -> JudgeError:
-        """The joust error for an SDK error: transient when waiting can help, else permanent."""
-        sdk = self._sdk
-        if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code
-            code = getattr(exc, "code", None) or getattr(exc, "type", None)
-            detail = f"openai: HTTP {status}" + (f" {code}" if code and str(code) != str(status) else "")
-            # The SDK's message is "Error code: 429 - <the server's message or body>".
-            message = re.sub(r"^Error code: \d+( - )?", "", str(getattr(exc, "message", "") or ""))
-            if message:
-                detail = f"{detail}: {message[:300]}"
-            if is_transient_status(status):
-                return TransientJudgeError(detail, retry_after_from(exc.response.headers))
-            return PermanentJudgeError(detail)
-        if isinstance(exc, sdk.APITimeoutError):
-            return TransientJudgeError(f"openai: timed out after {self._settings.judge_timeout_s:g}s")
-        if isinstance(exc, sdk.APIConnectionError):
-            return TransientJudgeError(f"openai: connection to {self.base_url} failed: {exc}")
-        return PermanentJudgeError(f"openai: {type(exc).__name__}: {exc}")
+    def _status_detail(self, exc: Any) -> str:
+        status = exc.status_code
+        code = getattr(exc, "code", None) or getattr(exc, "type", None)
+        detail = f"openai: HTTP {status}" + (f" {code}" if code and str(code) != str(status) else "")
+        # The SDK's message is "Error code: 429 - <the server's message or body>".
+        message = re.sub(r"^Error code: \d+( - )?", "", str(getattr(exc, "message", "") or ""))
+        return f"{detail}: {message[:300]}" if message else detail
+
+    def _connection_detail(self, exc: Exception) -> str:
+        return f"connection to {self.base_url} failed: {exc}"

@@ -1,0 +1,67 @@
+"""pytest fixtures for tests of the API through a `TestClient`: an app on this test's data dir
+and the session's Redis (freshly flushed), its lifespan entered for the test.
+
+A module changes the app's settings by defining its own `api_settings` (it may request the one
+here by the same name and change it with `.with_(...)`).
+
+tests/conftest.py imports them (`from tests.api_fixtures import *` takes exactly `__all__`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from redis import Redis
+from rq import Queue
+
+from service.app import create_app
+from service.config import Settings
+from service.store import Store
+
+__all__ = ["api_settings", "client", "make_client", "queue"]  # fixtures; the rest is imported by name
+
+API_KEY = "test-key"
+MakeClient = Callable[..., TestClient]
+
+
+@pytest.fixture
+def api_settings(tmp_path: Path, redis_url: str) -> Settings:
+    """The app's settings: data under tmp_path/data, the shared Redis, API key `API_KEY`."""
+    return Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=API_KEY)
+
+
+@pytest.fixture
+def make_client(api_settings: Settings) -> Iterator[MakeClient]:
+    """Build an app on `api_settings` (fields overridable) and enter its lifespan."""
+    clients: list[TestClient] = []
+
+    def make(**changes: object) -> TestClient:
+        client = TestClient(create_app(api_settings.with_(**changes)))
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: MakeClient) -> TestClient:
+    """A client of the app on `api_settings`."""
+    return make_client()
+
+
+@pytest.fixture
+def queue(api_settings: Settings, redis_url: str) -> Iterator[Queue]:
+    """The app's job queue, to count and take its jobs."""
+    redis = Redis.from_url(redis_url)
+    yield Queue(api_settings.queue_name, connection=redis)
+    redis.close()
+
+
+def store_of(client: TestClient) -> Store:
+    """The store the app behind `client` uses."""
+    return client.app.state.store  # type: ignore[attr-defined]

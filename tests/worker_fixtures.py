@@ -1,0 +1,113 @@
+"""pytest fixtures and helpers for tests that run the worker below the API: this process's worker
+runtime pointed (through the environment) at the test's Redis, a SQLite file in its tmp_path and a
+fake Messages API; a store on that file; helpers that submit, start a tournament and work it with
+real RQ burst workers.
+
+A module changes the fake's policy by defining its own `fake`, and adds to (or, with None, removes
+from) the environment by defining `env_vars`.
+
+tests/conftest.py imports them (`from tests.worker_fixtures import *` takes exactly `__all__`).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq import Queue, SimpleWorker
+
+from service.config import Settings
+from service.queue import JobQueue
+from service.store import NewSubmission, Store
+from service.tournaments import launch
+from tests.fake_anthropic import FakeAnthropic, prefer
+
+__all__ = ["db", "env", "env_vars", "fake"]  # fixtures; the helpers are imported by name
+
+MODELS = ["good", "mid", "bad"]
+
+
+def set_env(monkeypatch: pytest.MonkeyPatch, values: Mapping[str, str | None]) -> None:
+    """Set each variable; a None value removes it."""
+    for name, value in values.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    """The fake Messages API, preferring MODELS in order; a module may define its own."""
+    with FakeAnthropic(prefer(MODELS)) as server:
+        yield server
+
+
+@pytest.fixture
+def env_vars() -> dict[str, str | None]:
+    """More environment for `env` (None removes a variable); a module may define its own."""
+    return {}
+
+
+@pytest.fixture
+def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, env_vars: dict[str, str | None],
+        monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Point this process's worker runtime at the test's Redis, database and fake judge."""
+    set_env(monkeypatch, {
+        "JOUST_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
+        "REDIS_URL": redis_url,
+        "ANTHROPIC_BASE_URL": fake.url,
+        "ANTHROPIC_API_KEY": "test-key",
+        **env_vars,
+    })  # fmt: skip
+    return Settings.from_env()
+
+
+@pytest.fixture
+def db(env: Settings) -> Iterator[Store]:
+    """A store on `env`'s database."""
+    st = Store(env.resolved_database_url)
+    yield st
+    st.close()
+
+
+def submit(store: Store, questions: int = 2) -> None:
+    """One submission per model in MODELS for each of `questions` questions."""
+    store.add_submissions(
+        [
+            NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
+                          output=f"[{m}] answer to {q}")
+            for q in range(questions)
+            for m in MODELS
+        ]
+    )
+
+
+def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge", **spec: object) -> int:
+    """Launch a tournament (round robin, both orders, overall unless `spec` says otherwise); its id."""
+    queue = JobQueue(Redis.from_url(settings.redis_url), settings.queue_name, 60)
+    full = {"mode": "round_robin", "judge": judge, "order": "both", "criteria": "overall", **spec}
+    return launch(store, queue, "t", full).id
+
+
+def work_until(settings: Settings, done: Callable[[], bool], rounds: int = 60,
+               failure: Callable[[], str] = lambda: "the work did not finish") -> None:
+    """Run burst workers (with the scheduler, for retries) until `done()` (bounded: else fail)."""
+    redis = Redis.from_url(settings.redis_url)
+    queue = Queue(settings.queue_name, connection=redis)
+    for _ in range(rounds):
+        SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
+        if done():
+            return
+        time.sleep(0.1)
+    raise AssertionError(failure())
+
+
+def work(settings: Settings, store: Store, tid: int, rounds: int = 60) -> dict:
+    """Run burst workers until the tournament has no active match (bounded); its view."""
+    work_until(settings, lambda: store.get_tournament(tid)["matches_pending"] == 0, rounds,
+               lambda: f"tournament {tid} did not finish: {store.get_tournament(tid)}")
+    return store.get_tournament(tid)
