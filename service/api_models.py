@@ -82,7 +82,7 @@ class TournamentIn(BaseModel):
     model_config = _STRICT
 
     name: Key = "tournament"
-    mode: Literal["round_robin", "sampled"] = "round_robin"
+    mode: Literal["round_robin", "sampled", "adaptive", "anchored"] = "round_robin"
     opponents: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: Annotated[StrictInt, Field(ge=0, lt=2**63)] | None = None
     judge: JudgeSpec | None = None  # default: settings.judge
@@ -96,6 +96,27 @@ class TournamentIn(BaseModel):
     schedule: Cron | None = None
     # USD a run may spend on judge calls; the run stops (stopped_reason "budget") once reached.
     budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # adaptive and anchored (service.rounds): the level ranked, pairs per adaptive round, the
+    # judge calls an adaptive run may make, its target interval width (Elo; default: separated
+    # intervals), and the anchor players (>= 3) an anchored run holds fixed.
+    level: Literal["model", "scenario", "model+scenario"] | None = None
+    round_size: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    max_calls: Annotated[StrictInt, Field(ge=1)] | None = None
+    target_ci_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    anchors: Annotated[list[Key], Field(min_length=3)] | None = None
+
+    @model_validator(mode="after")
+    def _mode_options(self) -> TournamentIn:
+        only = {"adaptive": ("round_size", "max_calls", "target_ci_width"), "anchored": ("anchors",)}
+        for mode, names in only.items():
+            extra = [name for name in names if self.mode != mode and getattr(self, name) is not None]
+            if extra:
+                raise ValueError(f"{' and '.join(extra)}: only for mode '{mode}'")
+        if self.level is not None and self.mode not in only:
+            raise ValueError("level: only for modes 'adaptive' and 'anchored'")
+        if self.mode == "anchored" and self.anchors is None:
+            raise ValueError("anchors: required when mode is 'anchored' (at least 3 players)")
+        return self
 
     @model_validator(mode="after")
     def _sampled_needs_opponents(self) -> TournamentIn:

@@ -1,4 +1,6 @@
-"""The scheduler process: starts recurring tournaments when due and re-hands lost matches.
+"""The scheduler process: starts recurring tournaments when due, plans the rounds of adaptive
+tournaments (`service.rounds`), snapshots finished scheduled runs' boards (`service.history`)
+and re-hands lost matches.
 
 Two schedulers may run (two machines, a restart overlapping): a due run is claimed in the
 database by moving the schedule's next due time with a compare-and-set, so exactly one of them
@@ -15,8 +17,10 @@ from typing import Callable
 
 from .config import Settings
 from .cron import next_due
+from .history import take_snapshots
 from .liveness import beat_scheduler
 from .queue import JobQueue
+from .rounds import advance
 from .store import Store
 from .tournaments import hand_out, launch
 
@@ -29,6 +33,8 @@ class TickReport:
 
     started: list[int] = field(default_factory=list)
     rehanded: list[int] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)  # adaptive runs given a new round
+    snapshots: list[int] = field(default_factory=list)  # runs whose board was snapshotted
 
 
 class Scheduler:
@@ -40,7 +46,8 @@ class Scheduler:
         self.settings = settings
 
     def tick(self, now: float) -> TickReport:
-        """Start due runs, then hand out matches whose job was lost."""
+        """Start due runs, plan the next round of adaptive runs whose round is over (or finish
+        them), snapshot finished scheduled runs, then hand out matches whose job was lost."""
         report = TickReport()
         for due in self.store.due_schedules(now):
             following = next_due(due["schedule"], now)
@@ -50,6 +57,12 @@ class Scheduler:
             run = launch(self.store, self.queue, f"{due['name']} @ {stamp}", due["spec"], parent_id=due["id"])
             log.info("started run %d of tournament %d (%d matches)", run.id, due["id"], run.matches_total)
             report.started.append(run.id)
+        for due in self.store.rounds_due():
+            new = advance(self.store, due["id"], due["spec"], due["rounds"])
+            if new is not None:
+                hand_out(self.store, self.queue, new)
+                report.rounds.append(due["id"])
+        report.snapshots = take_snapshots(self.store)
         report.rehanded = self.sweep(now)
         return report
 

@@ -23,6 +23,7 @@ from leaderboard.templates import (
 )
 from leaderboard.types import Mode, Pair, Submission
 
+from . import rounds
 from .queue import JobQueue
 from .store import Store
 
@@ -56,7 +57,12 @@ class DryRun:
 
 
 def plan(store: Store, spec: dict) -> list[Pair]:
-    """The pairs a tournament spec asks for, over the submissions stored now."""
+    """The pairs a tournament spec asks for, over the submissions stored now (for an adaptive
+    spec, its first round)."""
+    if spec.get("mode") == "adaptive":
+        return rounds.first_round(store, spec).pairs
+    if spec.get("mode") == "anchored":
+        return rounds.anchored_pairs(store, spec)
     return _pairs(_candidates(store, spec), spec)
 
 
@@ -69,7 +75,7 @@ def dry_run(store: Store, spec: dict, prices: Mapping[str, Price]) -> DryRun:
     `ESTIMATED_OUTPUT_TOKENS` out. The reminder re-ask and retries are not counted.
     """
     subs = _candidates(store, spec)
-    pairs = _pairs(subs, spec)
+    pairs = plan(store, spec)
     by_id = {sub.id: sub for sub in subs}
     criteria = spec.get("criteria", "overall")
     version = template_version(criteria)
@@ -122,10 +128,13 @@ def launch(
     next_run_at: float | None = None,
     parent_id: int | None = None,
 ) -> Launched:
-    """Create a run and enqueue its matches."""
-    pairs = plan(store, spec)
+    """Create a run and enqueue its matches (an adaptive run: its first round, or none and
+    done at once with its `stopped_reason`)."""
+    step = rounds.first_round(store, spec) if spec.get("mode") == "adaptive" else rounds.Step(plan(store, spec), None)
+    pairs = step.pairs
     tid = store.create_tournament(
-        name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id
+        name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id,
+        rounds=1 if spec.get("mode") == "adaptive" else 0, stopped_reason=step.reason,
     )
     return Launched(id=tid, matches_total=len(pairs), queued=hand_out(store, queue, store.pending_matches(tid)))
 

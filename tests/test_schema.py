@@ -81,7 +81,7 @@ def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
         conn.executescript(V2)
     store = Store(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (3,)
+        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
         columns = {row[1]: row for row in conn.execute("pragma table_info(judgements)")}
         assert columns["cost_usd"][3] == 0  # NULL allowed: a judge without a price
         assert {"match_id", "analysis"} <= columns.keys() and "cost_usd_v2" not in columns
@@ -98,3 +98,31 @@ def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
     assert again.get_judgement(1)["analysis"] == {"a_strengths": "short"}
     again.close()
+
+
+# Version 3 as it was written: version 2 with cost_usd nullable, judgements.match_id / analysis
+# and tournaments.stopped_reason (SQLite keeps the NOT NULL here; the 2 -> 3 test covers that).
+V3 = V2.replace("INSERT INTO schema_version VALUES (2);", "INSERT INTO schema_version VALUES (3);") + """
+ALTER TABLE judgements ADD COLUMN match_id INTEGER;
+ALTER TABLE judgements ADD COLUMN analysis TEXT;
+CREATE INDEX ix_judgements_match ON judgements (match_id);
+ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32);
+"""
+
+
+def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(V3)
+    store = Store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("select max(version) from schema_version").fetchone() == (4,)
+        assert "rounds" in {row[1] for row in conn.execute("pragma table_info(tournaments)")}
+        assert "board_snapshots" in {row[0] for row in conn.execute("select name from sqlite_master")}
+    assert store.get_tournament(1)["rounds"] == 0  # old tournaments planned no adaptive round
+    assert store.save_snapshots(1, 1, {"model": [{"player": "m1", "rating": 1000.0}]})
+    assert not store.save_snapshots(1, 1, {"model": []})  # once per run and level
+    assert store.snapshots(1, "model") == [{"run": 1, "time": store.snapshots(1, "model")[0]["time"],
+                                            "rows": [{"player": "m1", "rating": 1000.0}]}]
+    store.close()
+    Store(f"sqlite:///{path}").close()  # opening again changes nothing

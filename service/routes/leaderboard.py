@@ -22,6 +22,7 @@ from leaderboard.players import SideRow, battles_at_level
 from leaderboard.types import Level, Rating
 from service.api_models import ErrorOut, LeaderboardOut, LeaderboardRow
 from service.boards import Board, BoardCache
+from service.rounds import anchored_board
 from service.store import Store
 
 from .common import ApiError
@@ -185,6 +186,11 @@ def get_leaderboard(
     combined by the consistency rule on their own)."""
     level, name = parse_level(by), parse_dimension(dimension)
     board = boards.board(level, tournament_id=tournament, judge=judge, dimension=name)
+    spec = boards.store.get_tournament(tournament)["spec"] if tournament is not None else {}
+    if spec.get("mode") == "anchored" and name is None and level.value == spec.get("level"):
+        # an anchored tournament: its anchors held at the ratings they had when it was created
+        rows = anchored_board(boards.store, spec, k=boards.k)
+        board = Board(level=level, rows=rows, judgements=board.judgements, revision=board.revision)
     return RankedBoardOut(
         by=board.level.value,
         tournament=tournament,
@@ -216,3 +222,42 @@ def get_effects(
         battles=int(effects.battles),
         revision=fitted.revision,
     )
+
+
+class SnapshotRow(BaseModel):
+    """One player of a snapshot; None for a number that could not be estimated."""
+
+    player: str
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class Snapshot(BaseModel):
+    """The board when one run of the tournament finished (`time`: when it was taken, Unix s)."""
+
+    run: int
+    time: float
+    rows: list[SnapshotRow]
+
+
+class HistoryOut(BaseModel):
+    """A scheduled tournament's boards, one per finished run, oldest first."""
+
+    tournament: int
+    by: str
+    snapshots: list[Snapshot]
+
+
+@router.get("/history", response_model=HistoryOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+def get_history(
+    boards: Annotated[BoardCache, Depends(get_boards)],
+    tournament: Annotated[int, Query(description="the scheduled (or adaptive) tournament")],
+    by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model",
+) -> HistoryOut:
+    """The board snapshotted when each run of a scheduled tournament (and each adaptive run)
+    finished, oldest first: the page's history chart."""
+    level = parse_level(by)
+    boards.store.get_tournament(tournament)  # 404 for an unknown tournament
+    return HistoryOut(tournament=tournament, by=level.value,
+                      snapshots=[Snapshot(**snap) for snap in boards.store.snapshots(tournament, level.value)])

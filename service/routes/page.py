@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 from leaderboard.health import JudgeHealth
 from leaderboard.types import Level, Rating
 from service.boards import Board, BoardCache, EffectsAt
+from service.history_chart import history_svg
 from service.store import Store
 
 from .common import get_store
@@ -221,6 +222,7 @@ def tournaments_table(rows: Iterable[dict]) -> str:
 def render_page(
     boards: list[Board], recent: Iterable[dict], effects: EffectsAt | None = None,
     health: Sequence[JudgeHealth] = (), scores: Mapping[str, Sequence[Mapping]] | None = None,
+    history: str = "",
 ) -> str:
     """The whole page; `scores` are score means by judge (`Store.score_means`, by model and scenario)."""
     tables = "".join(board_table(b) for b in boards)
@@ -235,7 +237,7 @@ def render_page(
         "Elo is the online rating in judgement order. Order-inconsistent verdicts count as ties. "
         'JSON: <a href="/api/leaderboard">/api/leaderboard</a>, API docs: <a href="/docs">/docs</a>.</p>'
         f"{tables}{scenarios_table(effects, revision)}{health_table(health)}{scores_table(scores or {})}"
-        f"{tournaments_table(recent)}"
+        f"{history}{tournaments_table(recent)}"
         "</body></html>"
     )
 
@@ -249,6 +251,17 @@ def page(
     rubric scores when there are any, and the recent tournaments."""
     boards = [cache.board(level) for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
     scores = {judge: store.score_means(judge, SCORED, ("model", "scenario")) for judge in store.score_judges(SCORED)}
+    recent = store.list_tournaments(limit=RECENT)
     return HTMLResponse(render_page(
-        boards, store.list_tournaments(limit=RECENT), cache.effects_soon(), cache.judge_health().judges, scores,
+        boards, recent, cache.effects_soon(), cache.judge_health().judges, scores, latest_history(store, recent),
     ))
+
+
+def latest_history(store: Store, recent: Iterable[dict]) -> str:
+    """The history chart (by model) of the newest recent scheduled tournament with snapshots."""
+    for t in recent:
+        if t.get("schedule"):
+            snapshots = store.snapshots(t["id"], Level.MODEL.value)
+            if snapshots:
+                return history_svg(f"History of {t['name']} (#{t['id']})", snapshots)
+    return ""

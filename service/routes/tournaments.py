@@ -16,7 +16,8 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
 from leaderboard.pricing import price_of
-from service import tournaments
+from leaderboard.types import Level
+from service import rounds, tournaments
 from service.api_models import DryRunOut, ErrorOut, TournamentCreated, TournamentIn
 from service.auth import require_api_key
 from service.config import Settings
@@ -49,7 +50,29 @@ def build_spec(request: TournamentIn, settings: Settings) -> dict:
         "opponents": request.opponents,
         "seed": seed,
         "budget": request.budget,
+        **_round_options(request),
     }
+
+
+def _round_options(request: TournamentIn) -> dict:
+    """The adaptive and anchored options, stored only for those modes."""
+    if request.mode == "adaptive":
+        return {"level": request.level or "model", "round_size": request.round_size or rounds.ROUND_SIZE,
+                "max_calls": request.max_calls, "target_ci_width": request.target_ci_width}
+    if request.mode == "anchored":
+        return {"level": request.level or "model", "anchors": request.anchors}
+    return {}
+
+
+def check_anchors(spec: dict, store: Store) -> None:
+    """Take the anchors' ratings from the judge's current board into the spec; 422 when an
+    anchor has no battles for this judge at the level."""
+    if spec["mode"] != "anchored":
+        return
+    try:
+        spec["anchor_ratings"] = rounds.anchor_ratings(store, spec["judge"], Level(spec["level"]), spec["anchors"])
+    except ValueError as exc:
+        raise ApiError(422, f"anchors: {exc}", details=[{"path": "anchors", "message": str(exc)}]) from exc
 
 
 def check_budget(spec: dict, settings: Settings) -> None:
@@ -80,6 +103,7 @@ def create_tournament(
     request = validate(_REQUEST, body)
     spec = build_spec(request, settings)
     check_budget(spec, settings)
+    check_anchors(spec, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
         response.status_code = 200

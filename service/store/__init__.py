@@ -13,6 +13,7 @@ from .health import Health
 from .imports import Imports
 from .judgements import Judgements
 from .matches import Matches
+from .rounds import Rounds
 from .scores import Scores
 from .submissions import Submissions
 from .tournaments import Tournaments
@@ -21,5 +22,5 @@ from .views import Views
 __all__ = ["ACTIVE", "Conflict", "MatchContext", "NewJudgement", "NewSubmission", "NotFound", "Store"]
 
 
-class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health):
+class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health, Rounds):
     """Submissions, tournaments, matches, judgements and scores, in SQLite or PostgreSQL."""

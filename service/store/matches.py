@@ -153,11 +153,15 @@ class Matches(Database):
             self._settle_tournament(conn, match_id, now)
 
     def _settle_tournament(self, conn: Connection, match_id: int, now: float) -> None:
-        """Finish a tournament once none of its matches is still active."""
+        """Finish a tournament once none of its matches is still active; an adaptive one stays
+        running between rounds (its planner, `service.rounds`, finishes it)."""
         m, t = s.matches, s.tournaments
-        tid = conn.execute(select(m.c.tournament_id).where(m.c.id == match_id)).scalar()
-        if tid is None:
+        found = conn.execute(
+            select(m.c.tournament_id, t.c.spec).join(t, t.c.id == m.c.tournament_id).where(m.c.id == match_id)
+        ).first()
+        if found is None or json.loads(found.spec).get("mode") == "adaptive":
             return
+        tid = found.tournament_id
         counts = dict(
             conn.execute(select(m.c.status, func.count()).where(m.c.tournament_id == tid).group_by(m.c.status)).all()
         )

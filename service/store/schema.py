@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -65,6 +65,9 @@ tournaments = Table(
     Column("parent_id", Integer, ForeignKey("tournaments.id")),
     # Why a run ended before judging all its matches, when it was not asked to: "budget".
     Column("stopped_reason", String(32)),
+    # Adaptive tournaments: how many rounds were planned; a planner claims the next round by
+    # moving it with a compare-and-set, so two schedulers never plan one round twice.
+    Column("rounds", Integer, nullable=False, default=0, server_default="0"),
 )
 Index("ix_tournaments_next_run", tournaments.c.next_run_at)
 
@@ -126,6 +129,20 @@ Index("ix_matches_status", matches.c.status)
 Index("ix_matches_judgement", matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
 Index("ix_matches_seq", matches.c.seq, unique=True)
 
+# The board (one level) when a scheduled tournament's run finished: one row per player.
+board_snapshots = Table(
+    "board_snapshots",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tournament_id", Integer, ForeignKey("tournaments.id"), nullable=False),
+    Column("run_id", Integer, ForeignKey("tournaments.id"), nullable=False),
+    Column("level", String(16), nullable=False),
+    Column("taken_at", Float, nullable=False),
+    Column("rows", Text, nullable=False),
+    UniqueConstraint("run_id", "level", name="uq_snapshot_run_level"),
+)
+Index("ix_board_snapshots_tournament", board_snapshots.c.tournament_id, board_snapshots.c.run_id)
+
 counters = Table(
     "counters",
     metadata,
@@ -162,6 +179,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_1_to_2(conn)
     if version is not None and version < 3:
         _upgrade_2_to_3(conn)
+    if version is not None and version < 4:
+        _upgrade_3_to_4(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -205,3 +224,9 @@ def _upgrade_2_to_3(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE judgements ADD COLUMN analysis TEXT"))
     conn.execute(text("CREATE INDEX ix_judgements_match ON judgements (match_id)"))
     conn.execute(text("ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32)"))
+
+
+def _upgrade_3_to_4(conn: Connection) -> None:
+    """Add tournaments.rounds (adaptive rounds planned); board_snapshots is a new table, made by
+    create_all."""
+    conn.execute(text("ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0"))

@@ -32,8 +32,11 @@ class Tournaments(Database):
         schedule: str | None = None,
         next_run_at: float | None = None,
         parent_id: int | None = None,
+        rounds: int = 0,
+        stopped_reason: str | None = None,
     ) -> int:
-        """Create a tournament and its pending matches in one transaction."""
+        """Create a tournament and its pending matches in one transaction (`rounds`: adaptive
+        rounds planned; `stopped_reason`: why a run with no pairs stopped at once)."""
         now = self._clock()
         with self._write() as conn:
             tid = int(
@@ -47,6 +50,8 @@ class Tournaments(Database):
                         schedule=schedule,
                         next_run_at=next_run_at,
                         parent_id=parent_id,
+                        rounds=rounds,
+                        stopped_reason=None if pairs else stopped_reason,
                     )
                 ).inserted_primary_key[0]
             )
@@ -253,6 +258,7 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, s
         "budget": spec.get("budget"),
         "spent_usd": spent,
         "stopped_reason": row.stopped_reason,
+        "rounds": row.rounds,
         "created_at": row.created_at,
         "started_at": row.started_at,
         "finished_at": row.finished_at,
