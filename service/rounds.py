@@ -6,7 +6,9 @@ judge's verdicts at the run's level (only between players of the run's field), a
 (`StopReason`: the target is met, the calls or the money are spent, or no uncached pair is
 left) or plan the next `round_size` pairs with `leaderboard.adaptive.plan_round`. A pair the
 judge has already judged (same criteria and prompt version) or this run has already planned is
-never planned again. Two schedulers may tick at once: a round is claimed with a
+never planned again. A scheduled re-run (`spec["rerun"]`, set by the scheduler) also skips pairs
+of players whose intervals no longer overlap, so a night spends only on new submissions and
+pairs still unsettled; a first run may still use them to narrow intervals (`target_ci_width`). Two schedulers may tick at once: a round is claimed with a
 compare-and-set on the run's `rounds` counter, so it is planned (or finished) once.
 """
 from __future__ import annotations
@@ -73,6 +75,31 @@ def known_pairs(store: Store, spec: dict, tournament_id: int | None) -> set[tupl
     return known | (store.tournament_pairs(tournament_id) if tournament_id is not None else set())
 
 
+def settled_pairs(subs: list[Submission], battles: list[Battle], level: Level) -> set[tuple[int, int]]:
+    """Submission pairs between two players whose 95% intervals no longer overlap.
+
+    Their order is already certain, so a round (a nightly re-run above all) spends nothing on
+    them; players without verdicts are never settled.
+    """
+    fitted = bradley_terry_intervals(battles) if battles else {}
+    if len(fitted) < 2:
+        return set()
+    player = {s.id: player_of(s.model, s.scenario, level) for s in subs}
+    by_question: dict[str, list[Submission]] = {}
+    for s in subs:
+        by_question.setdefault(s.question_id, []).append(s)
+    settled: set[tuple[int, int]] = set()
+    for group in by_question.values():
+        for i, x in enumerate(group):
+            for y in group[i + 1:]:
+                px, py = player[x.id], player[y.id]
+                if px != py and px in fitted and py in fitted:
+                    (_, low_x, high_x), (_, low_y, high_y) = fitted[px], fitted[py]
+                    if low_x > high_y or low_y > high_x:
+                        settled.add((min(x.id, y.id), max(x.id, y.id)))
+    return settled
+
+
 def next_step(store: Store, spec: dict, tournament_id: int | None, round_no: int) -> Step:
     """Stop or plan round `round_no` (1 at creation, `tournament_id` None then)."""
     subs = field_of(store, spec)
@@ -92,7 +119,10 @@ def next_step(store: Store, spec: dict, tournament_id: int | None, round_no: int
         if size <= 0:
             return Step([], StopReason.MAX_CALLS.value)
     rng = random.Random(f"{spec.get('seed') or 0}/{round_no}")
-    pairs = plan_round(subs, battles, level, budget=size, judged=known_pairs(store, spec, tournament_id), rng=rng)
+    skip = known_pairs(store, spec, tournament_id)
+    if spec.get("rerun"):  # a scheduled re-run spends only on new submissions and unsettled pairs
+        skip |= settled_pairs(subs, battles, level)
+    pairs = plan_round(subs, battles, level, budget=size, judged=skip, rng=rng)
     return Step(pairs, None) if pairs else Step([], StopReason.EXHAUSTED.value)
 
 

@@ -54,7 +54,9 @@ class Scheduler:
             if not self.store.claim_schedule(due["id"], due["next_run_at"], following):
                 continue  # another scheduler took it
             stamp = datetime.fromtimestamp(due["next_run_at"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-            run = launch(self.store, self.queue, f"{due['name']} @ {stamp}", due["spec"], parent_id=due["id"])
+            run = launch(
+                self.store, self.queue, f"{due['name']} @ {stamp}", {**due["spec"], "rerun": True}, parent_id=due["id"]
+            )
             log.info("started run %d of tournament %d (%d matches)", run.id, due["id"], run.matches_total)
             report.started.append(run.id)
         for due in self.store.rounds_due():
