@@ -204,3 +204,15 @@ def test_judgements_listing_shows_what_a_worker_stored(client: TestClient, queue
     assert [(c["first"], c["winner"], c["reason"]) for c in judgement["calls"]] == [(ctx.b.id, "A", "b is clearer")]
     view = client.get(f"/api/tournaments/{created['id']}").json()
     assert (view["status"], view["matches_done"]) == ("running", 1)
+
+
+@pytest.mark.parametrize("criteria", ["dimensions", "factsim"])
+def test_an_offline_judge_is_refused_criteria_it_cannot_answer(client: TestClient, criteria: str) -> None:
+    client.post("/api/submissions", headers=AUTH, json=[
+        {"question": "Q?", "model": "m1", "output": "a"}, {"question": "Q?", "model": "m2", "output": "b"}])
+    response = client.post("/api/tournaments", headers=AUTH, json={"judge": "offline/rubric", "criteria": criteria})
+    assert response.status_code == 422, response.text
+    assert "criteria" in response.json()["error"] and "chat judge" in response.json()["error"]
+    assert client.get("/api/tournaments").json()["tournaments"] == []
+    ok = client.post("/api/tournaments", headers=AUTH, json={"judge": "offline/rubric", "criteria": "compqa"})
+    assert ok.status_code == 202, ok.text

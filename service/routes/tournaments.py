@@ -83,6 +83,18 @@ def check_budget(spec: dict, settings: Settings) -> None:
         raise ApiError(422, f"budget: {message}", details=[{"path": "budget", "message": message}])
 
 
+# Criteria sets that need a chat judge: the offline judge answers no free-form prompt.
+CHAT_ONLY_CRITERIA = ("dimensions", "factsim")
+
+
+def check_criteria(spec: dict) -> None:
+    """422 when the judge cannot answer the criteria set at all, instead of failing every match."""
+    if spec["judge"].startswith("offline/") and spec["criteria"] in CHAT_ONLY_CRITERIA:
+        message = (f"the offline judge {spec['judge']!r} cannot judge {spec['criteria']!r}, which needs a chat "
+                   "judge (anthropic/... or openai/...)")
+        raise ApiError(422, f"criteria: {message}", details=[{"path": "criteria", "message": message}])
+
+
 @router.post(
     "",
     status_code=202,
@@ -103,6 +115,7 @@ def create_tournament(
     request = validate(_REQUEST, body)
     spec = build_spec(request, settings)
     check_budget(spec, settings)
+    check_criteria(spec)
     check_anchors(spec, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
