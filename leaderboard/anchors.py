@@ -21,7 +21,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .battles import pair_counts
-from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, spd_solve
+from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, spd_solve, strongly_connected
 from .players import player_of
 from .ratings import Battles
 from .types import Level, Pair, Submission
@@ -117,17 +117,7 @@ def pinned(points: np.ndarray, fixed: np.ndarray) -> bool:
     merge[np.arange(1, len(free) + 1), free] = 1.0
     beat = (merge @ points @ merge.T) > 0
     np.fill_diagonal(beat, False)
-
-    def reaches_all(edges: np.ndarray) -> bool:
-        seen = np.zeros(len(edges), dtype=bool)
-        seen[0] = True
-        frontier = seen.copy()
-        while frontier.any():
-            frontier = edges[frontier].any(axis=0) & ~seen
-            seen |= frontier
-        return bool(seen.all())
-
-    return reaches_all(beat) and reaches_all(beat.T)
+    return strongly_connected(beat)
 
 
 def fit_free(

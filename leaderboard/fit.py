@@ -32,7 +32,7 @@ class ConvergenceError(RuntimeError):
     """
 
 
-def _strongly_connected(adjacency: np.ndarray) -> bool:
+def strongly_connected(adjacency: np.ndarray) -> bool:
     """Whether every node reaches every other along directed edges (Ford's condition)."""
     n = len(adjacency)
 
@@ -122,7 +122,7 @@ def fit_log_strengths(
     size = len(points) if design is None else design.shape[1]
     if size == 0:
         return np.zeros(0)
-    if ridge == 0 and design is None and not _strongly_connected(points > 0):
+    if ridge == 0 and design is None and not strongly_connected(points > 0):
         raise ConvergenceError(
             "no finite Bradley-Terry maximum with ridge=0: some group of players never lost "
             "(or never won) against the rest; use ridge > 0"
