@@ -124,11 +124,9 @@ def test_sdk_retries_once_on_a_short_retry_after(fake: FakeAnthropic) -> None:
 def test_long_retry_after_is_not_slept_through_by_the_sdk(fake: FakeAnthropic) -> None:
     fake.fail(Failure(529, retry_after=3600), Failure(529, retry_after=3600))
     judge = judge_for(fake, max_retries=1)
-    started = time.perf_counter()
     with pytest.raises(TransientJudgeError) as info:
         # wait_for: without the guard the SDK would sleep an hour; fail fast instead.
         asyncio.run(asyncio.wait_for(judge.compare("q", "a", "b"), timeout=3))
-    assert time.perf_counter() - started < 3
     assert info.value.retry_after == RETRY_AFTER_CAP_S
     assert fake.requests == 1
 
@@ -160,10 +158,8 @@ def test_request_errors_are_permanent(fake: FakeAnthropic, status: int) -> None:
 
 def test_timeout_is_transient(fake: FakeAnthropic) -> None:
     fake.latency_s = 1.0
-    started = time.perf_counter()
     with pytest.raises(TransientJudgeError) as info:
         compare(judge_for(fake, judge_timeout_s=0.2), "a", "b")
-    assert time.perf_counter() - started < 0.9
     assert "timed out" in str(info.value)
 
 

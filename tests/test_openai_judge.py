@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 import httpx
 import pytest
@@ -120,10 +119,8 @@ def test_429_with_retry_after_is_transient(fake: FakeOpenAI) -> None:
 def test_long_retry_after_is_not_slept_through_by_the_sdk(fake: FakeOpenAI) -> None:
     # The SDK would sleep up to two minutes on its own; the guard hands the wait to joust.
     fake.fail(Failure(429, retry_after=60), Failure(429, retry_after=60))
-    started = time.perf_counter()
     with pytest.raises(TransientJudgeError) as info:
         asyncio.run(asyncio.wait_for(judge_for(fake, max_retries=1).compare("q", "a", "b"), timeout=5))
-    assert time.perf_counter() - started < 5
     assert info.value.retry_after == 60 and fake.requests == 1
     fake.reset()
     fake.fail(Failure(503, retry_after=99999))
@@ -176,10 +173,8 @@ def test_request_errors_are_permanent(fake: FakeOpenAI, status: int) -> None:
 
 def test_timeout_is_transient(fake: FakeOpenAI) -> None:
     fake.latency_s = 1.0
-    started = time.perf_counter()
     with pytest.raises(TransientJudgeError) as info:
         compare(judge_for(fake, judge_timeout_s=0.2), "a", "b")
-    assert time.perf_counter() - started < 0.9
     assert "timed out" in str(info.value)
 
 
