@@ -192,6 +192,16 @@ def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, 
     return endpoints
 
 
+ENV_PREFIXES = ("JOUST_", "DATABASE_URL", "REDIS_URL", "ANTHROPIC_", "OPENAI_")
+
+
+def env_fingerprint(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The environment variables settings are read from, as a comparable value: a long-lived
+    process re-reads its settings (and files such as JOUST_PRICES) only when this changes."""
+    env = os.environ if environ is None else environ
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIXES)))
+
+
 def load_prices(path: str | None) -> dict[str, Price]:
     """JOUST_PRICES: read the price override file (format: `leaderboard.pricing.parse_price_table`).
 

@@ -18,3 +18,12 @@ def test_bad_numbers_are_refused_with_the_variable_named() -> None:
         Settings.from_env({"JOUST_ELO_K": "fast"})
     with pytest.raises(SettingsError, match="JOUST_MATCH_TIMEOUT"):
         Settings.from_env({"JOUST_MATCH_TIMEOUT": "-1"})
+
+
+def test_the_fingerprint_follows_only_the_variables_settings_read() -> None:
+    from service.config import env_fingerprint
+
+    base = {"JOUST_JUDGE": "offline/rubric", "REDIS_URL": "redis://x", "HOME": "/root"}
+    assert env_fingerprint(base) == env_fingerprint({**base, "HOME": "/elsewhere", "TERM": "xterm"})
+    assert env_fingerprint(base) != env_fingerprint({**base, "JOUST_PRICES": "/p.json"})
+    assert env_fingerprint(base) != env_fingerprint({**base, "REDIS_URL": "redis://y"})

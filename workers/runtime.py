@@ -11,7 +11,7 @@ from typing import Any, Coroutine, TypeVar
 
 from redis import Redis
 
-from service.config import Settings
+from service.config import Settings, env_fingerprint
 from service.store import Store
 
 from .judge import Judge
@@ -57,15 +57,17 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
+_fingerprint: tuple[tuple[str, str], ...] = ()
 
 
 def current() -> Runtime:
-    """The runtime of this process, built on first use and rebuilt when the settings change
-    (a test pointing the process elsewhere) or after a fork."""
-    global _runtime
-    settings = Settings.from_env()
-    if _runtime is None or _runtime.pid != os.getpid() or _runtime.settings != settings:
+    """The runtime of this process, built on first use and rebuilt when the environment it was
+    built from changes (a test pointing the process elsewhere) or after a fork. The settings
+    (and the files they name) are parsed again only then, not on every job."""
+    global _runtime, _fingerprint
+    fingerprint = env_fingerprint()
+    if _runtime is None or _runtime.pid != os.getpid() or fingerprint != _fingerprint:
         if _runtime is not None and _runtime.pid == os.getpid():
             _runtime.close()
-        _runtime = Runtime(settings)
+        _runtime, _fingerprint = Runtime(Settings.from_env()), fingerprint
     return _runtime
