@@ -382,7 +382,6 @@ def die_with_parent() -> Callable[[], None] | None:
     return set_parent_death_signal
 
 
-_die_with_parent = die_with_parent  # the name service.processes imports today
 
 
 def _quote(value: str) -> str:
