@@ -382,8 +382,6 @@ def die_with_parent() -> Callable[[], None] | None:
     return set_parent_death_signal
 
 
-
-
 def _quote(value: str) -> str:
     """A redis.conf string literal (the config parser's double-quote escapes)."""
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
