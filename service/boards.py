@@ -15,9 +15,7 @@ when the revision moves and a few are kept in an LRU keyed by (level, filters). 
 by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
 calls at read time.
 
-Judge health (for the page) reads every judgement too, so the last result is kept and recomputed
-only when the revision or the per-judge count of unparseable matches (which fail without moving
-the revision) has changed.
+Judge health, for the page and GET /api/judges, is cached apart: `service.judge_health_cache`.
 """
 from __future__ import annotations
 
@@ -30,7 +28,6 @@ from typing import Generic, Protocol, TypeVar
 
 from leaderboard.battles import BattleLike
 from leaderboard.effects import Effects, fit_effects
-from leaderboard.health import JudgeHealth
 from leaderboard.players import SideRow, player_of
 from leaderboard.tally import Tally
 from leaderboard.types import Level, Rating
@@ -60,16 +57,6 @@ class EffectsAt:
 
     effects: Effects
     revision: int
-
-
-@dataclass(frozen=True)
-class HealthAt:
-    """Every judge's health over the judgements up to `revision`, with the parse-failed match
-    counts (`Store.parse_failures`) it was keyed on."""
-
-    judges: list[JudgeHealth]
-    revision: int
-    failures: dict[str, int]
 
 
 class Players:
@@ -214,7 +201,6 @@ class BoardCache:
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: EffectsAt | None = None  # overall, for the page
         self._refit: threading.Thread | None = None
-        self._health: HealthAt | None = None
 
     def board(
         self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
@@ -288,21 +274,6 @@ class BoardCache:
         refit.join(wait_s)
         with self._lock:
             return self._latest_effects
-
-    def judge_health(self) -> HealthAt:
-        """Every judge's health (`Store.judge_health`), current as of this call: recomputed only
-        when the revision or the parse-failure counts moved since the last computation."""
-        revision = self.store.revision()
-        failures = self.store.parse_failures()
-        with self._lock:
-            cached = self._health
-        if cached is not None and cached.revision >= revision and cached.failures == failures:
-            return cached
-        fresh = HealthAt(self.store.judge_health(), revision, failures)
-        with self._lock:
-            if self._health is None or self._health.revision <= fresh.revision:
-                self._health = fresh
-        return fresh
 
     def _fit_overall(self) -> None:
         try:

@@ -1,23 +1,35 @@
 """Judge health over the API: how far each judge can be trusted, beside the boards it feeds.
 
-The statistics are computed by `leaderboard.health` from every stored judgement on each request
-(no cache: a full read of the judgements table, which takes well under a second for the
-imported benchmarks); their definitions are in that module's docstring.
+The statistics are computed by `leaderboard.health` (their definitions are in its docstring) from
+every stored judgement, which takes seconds at a million, so this route and the page share the
+app's one `JudgeHealthCache` (service.judge_health_cache): it is recomputed only when a judgement
+was resolved or a match failed unparseable since the last computation, never served stale.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
 from service.api_models import ErrorOut
-from service.store import Store
-
-from .common import get_store
+from service.judge_health_cache import JudgeHealthCache
 
 router = APIRouter(prefix="/api/judges", tags=["judges"])
+_MAKING = threading.Lock()  # two first requests must not each make a cache (and each compute)
+
+
+def get_judge_health(request: Request) -> JudgeHealthCache:
+    """The app's one judge-health cache, shared by this route and the page. Made on first use for
+    the store the lifespan opened, and made again if a new lifespan opened another store."""
+    state = request.app.state
+    with _MAKING:
+        cache: JudgeHealthCache | None = getattr(state, "judge_health", None)
+        if cache is None or cache.store is not state.store:
+            cache = state.judge_health = JudgeHealthCache(state.store)
+        return cache
 
 
 class JudgeHealthOut(BaseModel):
@@ -44,9 +56,10 @@ class JudgesOut(BaseModel):
 
 @router.get("", response_model=JudgesOut, responses={422: {"model": ErrorOut}})
 def get_judges(
-    store: Annotated[Store, Depends(get_store)],
+    cache: Annotated[JudgeHealthCache, Depends(get_judge_health)],
     judge: Annotated[str | None, Query(description='only this judge, e.g. "anthropic/claude-..." or "import/gpt4"')] = None,
 ) -> JudgesOut:
     """Per judge: order consistency, first-position win rate, tie rate, parse-failure rate, how
-    often the longer answer wins, and agreement with human votes on the same pairs."""
-    return JudgesOut(judges=[JudgeHealthOut(**asdict(h)) for h in store.judge_health(judge)])
+    often the longer answer wins, and agreement with human votes on the same pairs; current as of
+    this request."""
+    return JudgesOut(judges=[JudgeHealthOut(**asdict(h)) for h in cache.current().of(judge)])

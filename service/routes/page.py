@@ -5,9 +5,10 @@ Plain HTML that reads without JavaScript and refreshes itself every 30 seconds. 
 text that came from a user (model and scenario names, tournament names, judges) goes through
 `html.escape`, so a model called `<script>` is shown, never run.
 
-Judge health comes from the board cache (recomputed only when judgements or parse failures
-change); the rubric scores are the `GET /api/scores` figures (by model and scenario, `compqa`),
-read on each load from the scores table, which holds one row per scored submission and judge.
+Judge health comes from the cache GET /api/judges also serves (`service.judge_health_cache`:
+one computation per app, redone only when judgements or parse failures change); the rubric
+scores are the `GET /api/scores` figures (by model and scenario, `compqa`), read on each load
+from the scores table, which holds one row per scored submission and judge.
 """
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from leaderboard.health import JudgeHealth
 from leaderboard.types import Level, Rating
 from service.boards import Board, BoardCache, EffectsAt
 from service.history_chart import history_svg
+from service.judge_health_cache import JudgeHealthCache
 from service.store import Store
 
 from .common import get_store
+from .judges import get_judge_health
 from .leaderboard import effect_rows, finite, get_boards
 
 router = APIRouter(tags=["page"])
@@ -244,7 +247,8 @@ def render_page(
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def page(
-    store: Annotated[Store, Depends(get_store)], cache: Annotated[BoardCache, Depends(get_boards)]
+    store: Annotated[Store, Depends(get_store)], cache: Annotated[BoardCache, Depends(get_boards)],
+    health: Annotated[JudgeHealthCache, Depends(get_judge_health)],
 ) -> HTMLResponse:
     """The leaderboards by model, by scenario and by system (current as of this request), what a
     scenario is worth (fitted in the background when that takes long), each judge's health, the
@@ -253,7 +257,7 @@ def page(
     scores = {judge: store.score_means(judge, SCORED, ("model", "scenario")) for judge in store.score_judges(SCORED)}
     recent = store.list_tournaments(limit=RECENT)
     return HTMLResponse(render_page(
-        boards, recent, cache.effects_soon(), cache.judge_health().judges, scores, latest_history(store, recent),
+        boards, recent, cache.effects_soon(), health.current().judges, scores, latest_history(store, recent),
     ))
 
 
