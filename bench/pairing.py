@@ -1,6 +1,7 @@
 """Comparisons needed for a trustworthy ranking: adaptive pairing against the plain plans.
 
-Not a test: run `python bench/pairing.py [--seeds 30]` (under two minutes on 2 cores).
+Not a test: run `python bench/pairing.py [--seeds 100] [--jobs N]` (seeds run in parallel
+processes; about 4 minutes on 2 cores).
 
 The world, per seed: `--players` players (30) whose true ratings are drawn from a normal
 distribution, mean 1000, sd `--spread` (200 Elo points), one submission per player on each of
@@ -23,28 +24,44 @@ after each batch, a pair never judged twice:
 - round_robin: `round_robin`, a question (a full round: everyone against everyone) at a time,
   questions and pairs within a question in random order;
 - sampled: `sampled(k=3)` rounds, repeated, each round's new pairs in random order;
-- adaptive: `plan_round(budget=--batch)` rounds.
+- adaptive: `plan_round(budget=--batch)` rounds;
+- oracle: not a strategy anyone can run, a ceiling. It knows the true ratings and the judge's
+  tie and bias rates, and follows the optimal design for the target (`oracle_design.py`: the
+  shares of comparisons per player pair that reach the expected misorder count of tau 0.9 with
+  the fewest comparisons), each next pair the one furthest behind its share.
 Measured: comparisons until the Kendall tau (scipy.stats.kendalltau) between the Bradley-Terry
 ratings and the true ratings first reaches 0.9 (a player without battles rated 1000), averaged
 over seeds; a run that exhausts the pool counts its total and is reported. The same world
 serves every strategy of a seed. Prints `comparisons_to_tau90 <strategy> <n>` per strategy, then
-`ratio <uniform/adaptive>` (on stderr: per-seed counts and a bootstrap interval of the ratio).
+`ratio <uniform/adaptive>` (on stderr: per-seed counts, bootstrap intervals over seeds of the
+ratio and of the ceiling uniform/oracle).
 
-Measured (30 seeds): uniform 3029, round_robin 2491, sampled 2847, adaptive 1767, ratio 1.71
-(95% over seeds 1.33-2.19); with `--spread 400`: uniform 1373, adaptive 663, ratio 2.07. The
-ratio is bounded by the field, not only by the rule: a Fisher-information calculation that
-picks pairs knowing the true ratings needs 1.3-1.6x fewer comparisons than uniform for expected
-tau 0.9 at sd 200 (1.7-2.0x at sd 400), because random pairs in a field this compact are rarely
-lopsided (their mean p(1-p) is still 0.17 of a possible 0.25).
+Measured (100 seeds, 2026-11-29): uniform 3101, round_robin 2874, sampled 2970, adaptive 2037,
+oracle 1687; ratio 1.52 (95% over resampled seeds 1.35-1.71), ceiling uniform/oracle 1.84
+(1.64-2.07). 30 seeds had given 1.71 (1.33-2.19): one uniform run can take 5x its median, so
+fewer seeds mostly measure which worlds were drawn. The issue's aim of 2 is past what the
+information allows in this world: even the oracle, which never spends a comparison finding out
+where the close pairs are, stays under 2 on average. Random pairs in a field of sd 200 are
+rarely lopsided, so pairing cannot gain much per comparison; the oracle's edge over adaptive
+is about 6% knowing the ratings (the same greedy rule fed the true ratings: 1921) and 12%
+knowing the final budget (its design is solved for the budget where tau reaches 0.9, which no
+running tournament knows; greedy steps are not). Tilting the greedy rule towards a later horizon
+(weighing differences at half or a third of their current variance) moved it within noise
+(2089, 1974), so the rule was left as it is. In a field twice as spread (`--spread 400`, where
+random pairs are often lopsided): uniform 1350, adaptive 678, oracle 585, ratio 1.99
+(1.81-2.20), ceiling 2.31: adaptive comes within 16% of the oracle, as at sd 200 (21%).
 """
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import random
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +69,8 @@ from scipy.stats import kendalltau
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from oracle_design import optimal_design  # noqa: E402
 
 from leaderboard.adaptive import plan_round  # noqa: E402
 from leaderboard.consistency import combine, plan_orders  # noqa: E402
@@ -113,9 +132,11 @@ class Judge:
 
 @dataclass
 class Run:
-    """What a tournament has seen so far."""
+    """What a tournament has seen so far (and, for the oracle only, the judge and the target)."""
 
     world: World
+    judge: Judge
+    target: float
     judged: set[tuple[int, int]] = field(default_factory=set)
     tally: Tally = field(default_factory=Tally)
 
@@ -177,18 +198,46 @@ def adaptive(run: Run, rng: random.Random, batch: int) -> Iterator[list[Pair]]:
         yield plan
 
 
+def oracle(run: Run, rng: random.Random, batch: int) -> Iterator[list[Pair]]:
+    """Not a strategy anyone can run: it knows the true ratings. Follows the optimal design
+    (`oracle_design.optimal_design`) for the target, each next pair the one furthest behind its
+    share, on a random question it has not met yet. The ceiling for rules that must learn."""
+    names = sorted(run.world.truth)
+    misorders = (1.0 - run.target) / 2.0 * len(names) * (len(names) - 1) / 2.0
+    design = optimal_design([run.world.truth[n] for n in names], run.judge.ties, run.judge.bias, misorders)
+    mine: dict[str, dict[str, int]] = {n: {} for n in names}
+    for sub in run.world.submissions:
+        mine[sub.model][sub.question_id] = sub.id
+    shares, given, drawn = design.shares.copy(), np.zeros(design.shares.size), 0
+    while shares.sum() > 0:
+        plan: list[Pair] = []
+        while len(plan) < batch and shares.sum() > 0:
+            drawn += 1
+            e = int(np.argmax(shares * drawn - given))
+            given[e] += 1
+            a, b = mine[names[design.i[e]]], mine[names[design.j[e]]]
+            fresh = [Pair(*sorted((a[q], b[q]))) for q in sorted(a.keys() & b.keys())]
+            fresh = [p for p in fresh if (p.a, p.b) not in run.judged and p not in plan]
+            if fresh:
+                plan.append(fresh[rng.randrange(len(fresh))])
+            else:
+                shares[e] = 0.0  # every question of this pair is judged
+        yield plan
+
+
 STRATEGIES: dict[str, Strategy] = {
     "uniform": uniform,
     "round_robin": round_robin_random,
     "sampled": sampled_rounds,
     "adaptive": adaptive,
+    "oracle": oracle,
 }
 
 
 def comparisons_to(target: float, world: World, judge: Judge, strategy: Strategy, seed: int, batch: int) -> tuple[int, bool]:
     """(comparisons judged when tau first reached `target`, whether it did before the pool ran out)."""
     rng = random.Random(seed)
-    run = Run(world)
+    run = Run(world, judge, target)
     for plan in strategy(run, rng, batch):
         fresh = uncached(run, plan)
         run.tally.add([judge.judge(world, pair, rng) for pair in fresh])
@@ -198,9 +247,35 @@ def comparisons_to(target: float, world: World, judge: Judge, strategy: Strategy
     return len(run.judged), False
 
 
+@dataclass(frozen=True)
+class Settings:
+    """One bench run's world and judge parameters, shared by every seed."""
+
+    players: int
+    questions: int
+    spread: float
+    ties: float
+    bias: float
+    batch: int
+    tau: float
+    strategies: tuple[str, ...]
+
+
+def run_seed(settings: Settings, seed: int) -> dict[str, tuple[int, bool, float]]:
+    """Per strategy: (comparisons to the target, whether it was reached, CPU seconds), one world."""
+    world = make_world(seed, settings.players, settings.questions, settings.spread)
+    judge = Judge(world.truth, settings.ties, settings.bias)
+    out = {}
+    for name in settings.strategies:
+        began = time.process_time()
+        n, reached = comparisons_to(settings.tau, world, judge, STRATEGIES[name], 1_000_003 * seed + 17, settings.batch)
+        out[name] = (n, reached, time.process_time() - began)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--players", type=int, default=30)
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--spread", type=float, default=200.0, help="sd of the true ratings (Elo)")
@@ -209,26 +284,27 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--tau", type=float, default=0.9)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes, a seed each")
     args = parser.parse_args()
-    names = args.strategies.split(",")
-    results: dict[str, list[int]] = {name: [] for name in names}
-    missed: dict[str, int] = {name: 0 for name in names}
-    seconds: dict[str, float] = {name: 0.0 for name in names}
-    for seed in range(args.seeds):
-        world = make_world(seed, args.players, args.questions, args.spread)
-        judge = Judge(world.truth, args.ties, args.bias)
-        for name in names:
-            began = time.perf_counter()
-            n, reached = comparisons_to(args.tau, world, judge, STRATEGIES[name], 1_000_003 * seed + 17, args.batch)
-            seconds[name] += time.perf_counter() - began
-            results[name].append(n)
-            missed[name] += not reached
+    names = tuple(args.strategies.split(","))
+    unknown = set(names) - set(STRATEGIES)
+    if unknown:
+        parser.error(f"unknown strategies {sorted(unknown)}; choose from {sorted(STRATEGIES)}")
+    settings = Settings(args.players, args.questions, args.spread, args.ties, args.bias, args.batch, args.tau, names)
+    with multiprocessing.Pool(args.jobs) as pool:
+        per_seed = pool.map(partial(run_seed, settings), range(args.seeds))
+    results = {name: [seed[name][0] for seed in per_seed] for name in names}
     for name in names:
-        note = f"  # {missed[name]} of {args.seeds} seeds exhausted the pool first" if missed[name] else ""
-        print(f"# {name}: {seconds[name]:.1f} s, per seed {results[name]}{note}", file=sys.stderr)
+        missed = sum(not seed[name][1] for seed in per_seed)
+        cpu = sum(seed[name][2] for seed in per_seed)
+        note = f"  # {missed} of {args.seeds} seeds exhausted the pool first" if missed else ""
+        print(f"# {name}: {cpu:.1f} s CPU, per seed {results[name]}{note}", file=sys.stderr)
     means = {name: float(np.mean(results[name])) for name in names}
     for name in names:
         print(f"comparisons_to_tau{round(args.tau * 100)} {name} {means[name]:.0f}")
+    if "uniform" in means and "oracle" in means:
+        low, high = ratio_interval(results["uniform"], results["oracle"])
+        print(f"# ceiling uniform/oracle {means['uniform'] / means['oracle']:.2f}, seeds resampled [{low:.2f}, {high:.2f}]", file=sys.stderr)
     if "uniform" in means and "adaptive" in means:
         low, high = ratio_interval(results["uniform"], results["adaptive"])
         print(f"# ratio 95% interval, seeds resampled: [{low:.2f}, {high:.2f}]", file=sys.stderr)
