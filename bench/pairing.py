@@ -70,8 +70,7 @@ from scipy.stats import kendalltau
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from oracle_design import optimal_design  # noqa: E402
-
+from bench.oracle_design import optimal_design  # noqa: E402
 from leaderboard.adaptive import plan_round  # noqa: E402
 from leaderboard.consistency import combine, plan_orders  # noqa: E402
 from leaderboard.pairing import round_robin, sampled  # noqa: E402
