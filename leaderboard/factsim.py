@@ -16,14 +16,22 @@ that is merely on the same topic, and one invented fact costs the same whatever 
 No facts on either side (n = 0 or m = 0) gives f_V = f_N = 0: an empty summary covers
 nothing, and a summary of sources that state nothing has nothing to be consistent with (the
 caller decides whether that is an error).
+
+Sources (`summary_sources`): the texts a summary is scored against are its submission's
+`metadata["sources"]` (a list of texts, or one string; blank ones dropped), else its question
+text. The worker (`workers.criteria.factsim`) and the dry run (`leaderboard.callplan`) both
+read them here, so they agree on which texts a match extracts.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FactSimScore", "Match", "best_matches", "factsim", "harmonic_mean", "similarity_matrix"]
+__all__ = [
+    "FactSimScore", "Match", "best_matches", "factsim", "harmonic_mean", "similarity_matrix", "summary_sources",
+]
 
 _TOLERANCE = 1e-6  # cosine similarities of float32 embeddings stray this far outside [-1, 1]
 
@@ -44,6 +52,18 @@ class Match:
 
     index: int
     similarity: float
+
+
+def summary_sources(question: str, metadata: Mapping[str, object]) -> tuple[str, ...]:
+    """The texts a summary of `question` with this `metadata` summarises (see the module
+    docstring); ValueError when `metadata["sources"]` is neither a text nor a list of texts."""
+    given = metadata.get("sources")
+    if isinstance(given, str):
+        given = [given]
+    if given is not None and not (isinstance(given, list) and all(isinstance(s, str) for s in given)):
+        raise ValueError(f"metadata.sources must be a list of texts, not {given!r:.80}")
+    texts = tuple(s for s in given or () if s.strip())
+    return texts or (question,)
 
 
 def harmonic_mean(a: float, b: float) -> float:

@@ -7,8 +7,10 @@ bump `PAIRWISE_TEMPLATE_VERSION` (and re-measure `PROMPT_OVERHEAD_TOKENS`; a tes
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+
+from .keys import content_hash
 
 PAIRWISE_TEMPLATE_VERSION = "pairwise-v1"
 # The prompts of workers.criteria.dimensions and workers.criteria.compqa: bump on any change.
@@ -27,16 +29,22 @@ TEMPLATE_VERSIONS: Mapping[str, str] = MappingProxyType({
     "factsim": FACTSIM_TEMPLATE_VERSION,
 })
 
-# criteria set -> estimated tokens of the prompt around the question and the two responses
-# (system prompt and user template, chars/4): what a dry run adds to each call's input.
-# (compqa and factsim show one text per call, each submission once, and factsim each source once
-# more: the pairwise estimate overcounts them.)
+# criteria set -> estimated tokens of the prompt around the texts it shows (system prompt and user
+# template, chars/4): what a dry run adds to each call's input. overall and dimensions show the
+# question and both responses; compqa the question and one answer; factsim one text (a source or
+# a summary). How many calls each set makes: `leaderboard.callplan`.
 PROMPT_OVERHEAD_TOKENS: Mapping[str, int] = MappingProxyType(
     {"overall": 280, "dimensions": 455, "compqa": 1405, "factsim": 270}
 )
 
-# What a dry run assumes one call answers: a verdict is a one-sentence JSON object.
+# What a dry run assumes one call answers: a verdict is a one-sentence JSON object (a compqa
+# score, a dictionary of 15 points, is about as long).
 ESTIMATED_OUTPUT_TOKENS = 60
+# A factsim reply lists the facts of its text in JSON: about a quarter longer than the text, plus
+# the object around them; it stops at the judge's max_tokens (`JOUST_JUDGE_MAX_TOKENS`, default
+# 512).
+FACTS_FRAME_TOKENS = 10
+FACTS_MAX_OUTPUT_TOKENS = 512
 
 
 def template_version(criteria: str) -> str:
@@ -45,3 +53,15 @@ def template_version(criteria: str) -> str:
         return TEMPLATE_VERSIONS[criteria]
     except KeyError:
         raise ValueError(f"no prompt template for criteria {criteria!r} (known: {sorted(TEMPLATE_VERSIONS)})") from None
+
+
+def compqa_score_version(rules: str | None = None) -> str:
+    """The version a stored compqa score is valid for: the prompt's, or, for a judge that scores
+    with rubric rules of its own (the offline judge, `leaderboard.rubric.RULES_VERSION`), the
+    prompt's and the rules'."""
+    return f"{COMPQA_TEMPLATE_VERSION}+{rules}" if rules else COMPQA_TEMPLATE_VERSION
+
+
+def factsim_score_version(sources: Sequence[str]) -> str:
+    """The version a stored FactSim is valid for: the template's, and which sources it covers."""
+    return f"{FACTSIM_TEMPLATE_VERSION}+src:{content_hash(chr(31).join(sources))[:16]}"

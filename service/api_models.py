@@ -163,9 +163,10 @@ class TournamentCreated(BaseModel):
 
 class DryRunOut(BaseModel):
     """What a run would take if started now (`POST /api/tournaments?dry_run=true`); nothing is
-    created. `cached`: matches a judgement answers without a call; `estimated_cost_usd` is
-    null when the judge has no price (`priced` false) or the criteria set no prompt size; `seed`
-    is the sampled plan's seed, to send back so the run plans the same pairs."""
+    created. `cached`: matches a judgement answers without a call; `calls` as the criteria set
+    spends them (`leaderboard.callplan`); `estimated_cost_usd` is null when the judge has no
+    price (`priced` false); `seed` is the sampled plan's seed, to send back so the run plans the
+    same pairs."""
 
     matches: int
     calls: int

@@ -13,15 +13,13 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
-from leaderboard import pairing
+from leaderboard import callplan, pairing
+from leaderboard.factsim import summary_sources
 from leaderboard.keys import judgement_key
-from leaderboard.pricing import Price, cost_usd, estimate_call, price_of
-from leaderboard.templates import (
-    ESTIMATED_OUTPUT_TOKENS,
-    PROMPT_OVERHEAD_TOKENS,
-    template_version,
-)
-from leaderboard.types import Mode, Pair, Submission
+from leaderboard.pricing import Price, cost_usd, price_of
+from leaderboard.rubric import RULES_VERSION
+from leaderboard.templates import compqa_score_version, template_version
+from leaderboard.types import Mode, OrderPolicy, Pair, Submission
 
 from . import rounds
 from .queue import JobQueue
@@ -42,11 +40,12 @@ class Launched:
 
 @dataclass(frozen=True)
 class DryRun:
-    """What starting a run now would take. `cached` counts the matches a judgement answers
-    without a call (one stored already, or made by an earlier match of the same run);
-    `estimated_cost_usd` is None when calls are needed and the judge has no price (`priced`
-    False) or the criteria set has no prompt size in `leaderboard.templates`; 0.0 when no call
-    is needed; rounded to micro-dollars."""
+    """What starting a run now would take. `calls` counts the judge calls the run's criteria
+    set would make (`leaderboard.callplan`: pairwise for overall and dimensions, one per
+    submission to score for compqa, one per text to extract for factsim); `cached` counts the
+    matches a judgement answers without a call (one stored already, or made by an earlier match
+    of the same run); `estimated_cost_usd` is None when calls are needed and the judge has no
+    price (`priced` False); 0.0 when no call is needed; rounded to micro-dollars."""
 
     matches: int
     calls: int
@@ -69,38 +68,63 @@ def plan(store: Store, spec: dict) -> list[Pair]:
 def dry_run(store: Store, spec: dict, prices: Mapping[str, Price]) -> DryRun:
     """Plan the run and count its calls and cost without creating anything.
 
-    Each pair's judgement key is computed as a worker would and looked up in one read; every
-    distinct key not stored costs 2 calls (order "both") or 1 ("single"), each estimated at
-    chars/4 tokens of the question and both outputs plus the prompt's own, and
-    `ESTIMATED_OUTPUT_TOKENS` out. The reminder re-ask and retries are not counted.
+    Each pair's judgement key is computed as a worker would and looked up in one read; the pairs
+    of the distinct keys not stored are counted, in plan order, as the spec's criteria set
+    spends (`leaderboard.callplan`): what a stored score or stored facts already answer (compqa,
+    factsim) costs nothing, and work shared between pairs (a submission's score, a source's
+    facts) is counted once. Each call is estimated at chars/4 tokens of the texts it shows plus
+    the prompt's own, and its reply as `callplan` says. The reminder re-ask, retries and
+    failing matches are not counted.
     """
     subs = _candidates(store, spec)
     pairs = plan(store, spec)
     by_id = {sub.id: sub for sub in subs}
-    criteria = spec.get("criteria", "overall")
+    judge, criteria = spec["judge"], spec.get("criteria", "overall")
     version = template_version(criteria)
     first_of_key: dict[str, Pair] = {}
     for pair in pairs:
         a, b = by_id[pair.a], by_id[pair.b]
-        first_of_key.setdefault(judgement_key(spec["judge"], version, criteria, a.question, a.output, b.output), pair)
+        first_of_key.setdefault(judgement_key(judge, version, criteria, a.question, a.output, b.output), pair)
     stored = store.existing_keys(list(first_of_key))
-    todo = [pair for key, pair in first_of_key.items() if key not in stored]
-    per_pair = 2 if spec.get("order", "both") == "both" else 1
-    overhead = PROMPT_OVERHEAD_TOKENS.get(criteria)
-    tokens_in = tokens_out = 0
-    for pair in todo:
-        a, b = by_id[pair.a], by_id[pair.b]
-        one_in, one_out = estimate_call(a.question, a.output, b.output, overhead or 0, ESTIMATED_OUTPUT_TOKENS)
-        tokens_in, tokens_out = tokens_in + per_pair * one_in, tokens_out + per_pair * one_out
-    estimate = cost_usd(spec["judge"], tokens_in, tokens_out, prices) if overhead is not None else None
+    todo = [(by_id[pair.a], by_id[pair.b]) for key, pair in first_of_key.items() if key not in stored]
+    calls = callplan.count_calls(criteria, todo, OrderPolicy(spec.get("order", "both")), _stored(store, spec, todo))
+    estimate = cost_usd(judge, calls.input_tokens, calls.output_tokens, prices)
     return DryRun(
         matches=len(pairs),
-        calls=per_pair * len(todo),
+        calls=calls.calls,
         cached=len(pairs) - len(todo),
-        estimated_cost_usd=(None if estimate is None else round(estimate, 6)) if todo else 0.0,
-        judge=spec["judge"],
-        priced=price_of(spec["judge"], prices) is not None,
+        estimated_cost_usd=(None if estimate is None else round(estimate, 6)) if calls.calls else 0.0,
+        judge=judge,
+        priced=price_of(judge, prices) is not None,
     )
+
+
+def _stored(store: Store, spec: dict, todo: list[tuple[Submission, Submission]]) -> callplan.Stored:
+    """What the store already holds that spares the run's criteria set a call: the sides'
+    single scores under this judge (compqa, factsim) and, for factsim, the texts each side
+    summarises."""
+    criteria = spec.get("criteria", "overall")
+    if criteria not in ("compqa", "factsim"):
+        return callplan.Stored()
+    ids = sorted({sub.id for pair in todo for sub in pair})
+    scores = {sid: callplan.stored_score(found["detail"])
+              for sid, found in store.find_scores(ids, spec["judge"], criteria).items()}
+    if criteria == "compqa":
+        # An offline judge scores with its own rubric rules, and its scores carry their version.
+        rules = RULES_VERSION if spec["judge"].startswith("offline/") else None
+        return callplan.Stored(scores=scores, compqa_version=compqa_score_version(rules))
+    metadata = store.submission_metadata(ids)
+    by_id = {sub.id: sub for pair in todo for sub in pair}
+    return callplan.Stored(scores=scores, sources={sid: _sources(by_id[sid], metadata.get(sid, {})) for sid in ids})
+
+
+def _sources(sub: Submission, metadata: dict) -> tuple[str, ...] | None:
+    """The texts a factsim worker extracts for `sub`; None when its metadata cannot say (its
+    matches fail without a call)."""
+    try:
+        return summary_sources(sub.question, metadata)
+    except ValueError:
+        return None
 
 
 def _candidates(store: Store, spec: dict) -> list[Submission]:

@@ -116,7 +116,7 @@ def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
         conn.executescript(V3)
     store = Store(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (4,)
+        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
         assert "rounds" in {row[1] for row in conn.execute("pragma table_info(tournaments)")}
         assert "board_snapshots" in {row[0] for row in conn.execute("select name from sqlite_master")}
     assert store.get_tournament(1)["rounds"] == 0  # old tournaments planned no adaptive round

@@ -8,7 +8,9 @@ unparseable verdict or a permanent error fails the match at once, never as a tie
 
 Each call and each judgement record their cost from the price table (`Settings.price_table`;
 None when the judge has no price), and a tournament whose budget is spent is stopped before the
-next paid call (`workers.budget`); a match answered by a stored judgement costs nothing.
+next paid call (`workers.budget`); a match answered by a stored judgement costs nothing. An
+attempt that pays for calls and stores no judgement (it failed, or will be retried) charges
+their cost to its match, so the run's spend and budget still see it.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from leaderboard.types import OrderPolicy, Winner
 from service.store import MatchContext, NewJudgement, NotFound
 
 from . import runtime
-from .budget import stop_if_over_budget
+from .budget import Meter, MeteredJudge, charge_unrecorded, stop_if_over_budget
 from .criteria import criteria_set
 from .errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
 from .pairwise import calls_as_json
@@ -83,20 +85,25 @@ def _judge_and_record(rt: runtime.Runtime, ctx: MatchContext, key: str, criteria
     match_id, spec = ctx.match_id, ctx.spec
     if not rt.store.start_match(match_id):
         return "skipped"
+    meter = Meter()
     try:
-        judge = rt.judge(spec["judge"])
-        judge_criteria = criteria_set(criteria)  # workers.criteria.CRITERIA: overall, dimensions, compqa, factsim
-        calls, outcome, _extra = rt.run(
-            judge_criteria(judge, ctx, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)),
-                           scores=rt.store)
-        )
+        try:
+            judge = MeteredJudge(rt.judge(spec["judge"]), meter)
+            judge_criteria = criteria_set(criteria)  # workers.criteria.CRITERIA: overall, dimensions, compqa, factsim
+            calls, outcome, _extra = rt.run(
+                judge_criteria(judge, ctx, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)),
+                               scores=rt.store)
+            )
+        except BaseException:
+            charge_unrecorded(rt.store, rt.settings, ctx, meter)  # paid for, and no judgement will say so
+            raise
     except TransientJudgeError as exc:
         return _retry_later(ctx, exc)
     except (PermanentJudgeError, VerdictParseError, ValueError) as exc:
         rt.store.fail_match(match_id, f"{type(exc).__name__}: {exc}", final=True)
         return "failed"
     priced, cost = priced_calls(calls_as_json(calls), spec["judge"], rt.settings.price_table())
-    judgement_id, _created = rt.store.save_judgement(
+    judgement_id, created = rt.store.save_judgement(
         NewJudgement(
             key=key,
             judge=spec["judge"],
@@ -114,6 +121,8 @@ def _judge_and_record(rt: runtime.Runtime, ctx: MatchContext, key: str, criteria
             match_id=match_id,
         )
     )
+    if not created:  # a twin (its claim had expired) stored the pair first: ours is not kept
+        charge_unrecorded(rt.store, rt.settings, ctx, meter)
     rt.store.resolve_match(match_id, judgement_id, outcome.winner, outcome.consistent)
     return "judged"
 

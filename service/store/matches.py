@@ -152,6 +152,18 @@ class Matches(Database):
             conn.execute(update(m).where(m.c.id == match_id, m.c.status.in_(ACTIVE)).values(**values))
             self._settle_tournament(conn, match_id, now)
 
+    def charge_match(self, match_id: int, cost_usd: float) -> None:
+        """Add to what the match's attempts paid for calls no stored judgement records
+        (`failed_cost_usd`, part of its tournament's spend), whatever the match's status: a
+        call paid while the run was being stopped was paid all the same."""
+        m = s.matches
+        with self._write() as conn:
+            conn.execute(
+                update(m)
+                .where(m.c.id == match_id)
+                .values(failed_cost_usd=func.coalesce(m.c.failed_cost_usd, 0.0) + float(cost_usd))
+            )
+
     def _settle_tournament(self, conn: Connection, match_id: int, now: float) -> None:
         """Finish a tournament once none of its matches is still active; an adaptive one stays
         running between rounds (its planner, `service.rounds`, finishes it)."""

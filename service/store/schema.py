@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -122,6 +122,9 @@ matches = Table(
     # True for the first resolved match of its (judgement, pair of submissions): a judgement
     # counts once however many tournaments include its pair.
     Column("counted", Boolean, nullable=False, default=False),
+    # USD its attempts paid for calls that no stored judgement records (an attempt that failed
+    # after paying, or whose judgement a twin stored first); NULL: none. Part of the run's spend.
+    Column("failed_cost_usd", Float),
     UniqueConstraint("tournament_id", "a_id", "b_id", name="uq_match_pair"),
 )
 Index("ix_matches_tournament_status", matches.c.tournament_id, matches.c.status)
@@ -181,6 +184,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_2_to_3(conn)
     if version is not None and version < 4:
         _upgrade_3_to_4(conn)
+    if version is not None and version < 5:
+        _upgrade_4_to_5(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -230,3 +235,9 @@ def _upgrade_3_to_4(conn: Connection) -> None:
     """Add tournaments.rounds (adaptive rounds planned); board_snapshots is a new table, made by
     create_all."""
     conn.execute(text("ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0"))
+
+
+def _upgrade_4_to_5(conn: Connection) -> None:
+    """Add matches.failed_cost_usd (what failed attempts paid); NULL for the matches already
+    there, whose failed attempts were never metered."""
+    conn.execute(text("ALTER TABLE matches ADD COLUMN failed_cost_usd FLOAT"))

@@ -11,6 +11,7 @@ made with the old one keep its values in their calls. Imports keep theirs throug
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import and_, select, update
@@ -18,6 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from . import schema as s
 from .base import Database
+
+CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 
 
 class Scores(Database):
@@ -52,6 +55,23 @@ class Scores(Database):
         found = self.find_score(submission_id, judge, criteria)
         if found is None:  # pragma: no cover - the unique key held a row a moment ago
             raise RuntimeError(f"score of submission {submission_id} by {judge} vanished")
+        return found
+
+    def find_scores(self, submission_ids: Sequence[int], judge: str, criteria: str) -> dict[int, dict]:
+        """Submission id -> {"total", "detail"} of its stored score, for the ids that have one
+        (500 ids a statement)."""
+        sc = s.scores
+        wanted = sorted(set(submission_ids))
+        found: dict[int, dict] = {}
+        with self._read() as conn:
+            for start in range(0, len(wanted), CHUNK):
+                rows = conn.execute(
+                    select(sc.c.submission_id, sc.c.total, sc.c.detail).where(
+                        sc.c.judge == judge, sc.c.criteria == criteria,
+                        sc.c.submission_id.in_(wanted[start:start + CHUNK]),
+                    )
+                )
+                found.update((r.submission_id, _view(r, created=False)) for r in rows)
         return found
 
     def score_judges(self, criteria: str) -> list[str]:

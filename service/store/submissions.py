@@ -13,6 +13,8 @@ from leaderboard.types import Submission
 from . import schema as s
 from .base import Conflict, Database, NewSubmission, submission_of
 
+CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
+
 
 class Submissions(Database):
     """Submissions: idempotent by (question_id, model, scenario), stored in atomic batches."""
@@ -111,3 +113,14 @@ class Submissions(Database):
                 query = query.where(column.in_(list(values)))
         with self._read() as conn:
             return [submission_of(r) for r in conn.execute(query)]
+
+    def submission_metadata(self, ids: Sequence[int]) -> dict[int, dict]:
+        """Submission id -> its metadata, for the ids that exist (500 ids a statement)."""
+        t = s.submissions
+        wanted = sorted(set(ids))
+        found: dict[int, dict] = {}
+        with self._read() as conn:
+            for start in range(0, len(wanted), CHUNK):
+                rows = conn.execute(select(t.c.id, t.c.metadata).where(t.c.id.in_(wanted[start:start + CHUNK])))
+                found.update((r.id, json.loads(r.metadata or "{}")) for r in rows)
+        return found

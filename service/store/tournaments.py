@@ -1,8 +1,10 @@
 """Tournaments, their matches as planned, recurring schedules, and what each run spent.
 
 A run's spend is the sum of `cost_usd` over the judgements its own matches made (the
-judgement's `match_id`); a match answered by a stored judgement made nothing and paid nothing.
-A judgement whose judge has no price adds nothing (its cost is NULL).
+judgement's `match_id`), plus what its matches' attempts paid for calls no judgement records
+(`matches.failed_cost_usd`: a compqa or factsim match that failed after some calls, a retried
+attempt); a match answered by a stored judgement made nothing and paid nothing. A judgement
+whose judge has no price adds nothing (its cost is NULL).
 """
 from __future__ import annotations
 
@@ -140,7 +142,8 @@ class Tournaments(Database):
         return bool(stopped)
 
     def tournament_spend(self, tournament_id: int) -> float:
-        """USD spent by this run: the cost of the judgements its matches made (0.0 for none)."""
+        """USD spent by this run: the cost of the judgements its matches made and of its failed
+        attempts' calls (0.0 for none)."""
         with self._read() as conn:
             return _spend(conn, [tournament_id]).get(tournament_id, 0.0)
 
@@ -229,15 +232,25 @@ class Tournaments(Database):
 
 
 def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
-    """Tournament id -> USD its matches' judgements cost (tournaments that spent nothing absent)."""
+    """Tournament id -> USD its matches' judgements cost plus what their failed attempts paid
+    (tournaments that spent nothing absent)."""
     j, m = s.judgements, s.matches
-    rows = conn.execute(
+    ids = list(tournament_ids)
+    judged = conn.execute(
         select(m.c.tournament_id, func.sum(j.c.cost_usd))
         .join(m, m.c.id == j.c.match_id)
-        .where(m.c.tournament_id.in_(list(tournament_ids)))
+        .where(m.c.tournament_id.in_(ids))
         .group_by(m.c.tournament_id)
     )
-    return {tid: float(total or 0.0) for tid, total in rows}
+    failed = conn.execute(
+        select(m.c.tournament_id, func.sum(m.c.failed_cost_usd))
+        .where(m.c.tournament_id.in_(ids), m.c.failed_cost_usd.is_not(None))
+        .group_by(m.c.tournament_id)
+    )
+    spend: dict[int, float] = {}
+    for tid, total in [*judged, *failed]:
+        spend[tid] = spend.get(tid, 0.0) + float(total or 0.0)
+    return spend
 
 
 def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float) -> dict:

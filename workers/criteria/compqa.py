@@ -15,18 +15,18 @@ prompt and says which criteria it cannot score (`unscored`; its `max_total` is b
 """
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from leaderboard.rubric import MAX_POINTS
-from leaderboard.templates import COMPQA_TEMPLATE_VERSION as TEMPLATE_VERSION
+from leaderboard.templates import COMPQA_TEMPLATE_VERSION as TEMPLATE_VERSION  # noqa: F401  (re-exported)
+from leaderboard.templates import compqa_score_version
 from leaderboard.types import OrderPolicy, Outcome, Submission, Winner
 from service.store import MatchContext
 
 from ..judge import Judge, Send, ask_with_reminder, completer
-from .base import Judged, RubricReply, ScoreBook
+from .base import Judged, RubricReply, ScoreBook, gather_settled
 from .compqa_prompt import REMINDER, build_compqa_prompt, parse_points
 
 CRITERIA = "compqa"
@@ -76,10 +76,9 @@ def scorer_of(judge: Judge, spec: str) -> tuple[Scorer, str]:
     rubric rules when it has them (an offline judge), else the paper's prompt."""
     own = getattr(judge, "score_compqa", None)
     if own is not None:
-        rules = getattr(judge, "version", None)
-        return own, f"{TEMPLATE_VERSION}+{rules}" if rules else TEMPLATE_VERSION
+        return own, compqa_score_version(getattr(judge, "version", None))
     send = completer(judge, spec, CRITERIA)
-    return (lambda question, answer: score_with_prompt(send, question, answer)), TEMPLATE_VERSION
+    return (lambda question, answer: score_with_prompt(send, question, answer)), compqa_score_version()
 
 
 def score_detail(reply: RubricReply, version: str) -> dict:
@@ -118,7 +117,7 @@ async def judge(
         # Another worker may have kept its score first: use that one, but count what we paid.
         return _call(sub.id, kept, reused=not kept.get("created", True), paid=reply)
 
-    a, b = await asyncio.gather(side(ctx.a), side(ctx.b))
+    a, b = await gather_settled(side(ctx.a), side(ctx.b))
     outcome = Outcome(winner=winner_of(a.score, b.score), consistent=True)
     return Judged([a, b], outcome, {"scores": {ctx.a.id: a.score, ctx.b.id: b.score}})
 

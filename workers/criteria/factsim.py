@@ -35,16 +35,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leaderboard.factsim import FactSimScore, best_matches, factsim, similarity_matrix
+from leaderboard.factsim import (
+    FactSimScore,
+    best_matches,
+    factsim,
+    similarity_matrix,
+    summary_sources,
+)
 from leaderboard.keys import content_hash
 from leaderboard.templates import FACTSIM_TEMPLATE_VERSION as TEMPLATE_VERSION
+from leaderboard.templates import factsim_score_version
 from leaderboard.types import OrderPolicy, Outcome, Submission, Winner
 from service.store import MatchContext
 
 from ..embeddings import MINILM, EncoderUnavailable, SentenceEncoder, encoder
 from ..errors import PermanentJudgeError
 from ..judge import Judge, Send, ask_with_reminder
-from .base import Judged, ScoreBook
+from .base import Judged, ScoreBook, gather_settled
 from .factsim_prompt import REMINDER, Fact, build_facts_prompt, fact_text, parse_facts
 
 CRITERIA = "factsim"
@@ -125,14 +132,12 @@ async def extract_facts(send: Send, text: str) -> Extracted:
 
 
 def sources_of(sub: Submission, metadata: Mapping[str, object]) -> tuple[str, ...]:
-    """The texts `sub` summarises: its `metadata["sources"]`, else its question text."""
-    given = metadata.get("sources")
-    if isinstance(given, str):
-        given = [given]
-    if given is not None and not (isinstance(given, list) and all(isinstance(s, str) for s in given)):
-        raise PermanentJudgeError(f"submission {sub.id}: metadata.sources must be a list of texts, not {given!r:.80}")
-    texts = tuple(s for s in given or () if s.strip())
-    return texts or (sub.question,)
+    """The texts `sub` summarises: its `metadata["sources"]`, else its question text
+    (`leaderboard.factsim.summary_sources`, which the dry run reads too)."""
+    try:
+        return summary_sources(sub.question, metadata)
+    except ValueError as exc:
+        raise PermanentJudgeError(f"submission {sub.id}: {exc}") from None
 
 
 def match_sources(ctx: MatchContext) -> tuple[str, ...]:
@@ -148,7 +153,7 @@ def match_sources(ctx: MatchContext) -> tuple[str, ...]:
 
 def score_version(sources: Sequence[str]) -> str:
     """The version a stored score is valid for: the template's, and which sources it covers."""
-    return f"{TEMPLATE_VERSION}+src:{content_hash(chr(31).join(sources))[:16]}"
+    return factsim_score_version(sources)
 
 
 def winner_of(a: float, b: float) -> Winner:
@@ -196,9 +201,9 @@ async def judge(
         await asyncio.to_thread(_load, enc)  # fail before paying for any extraction
         known = _known_source_facts(s for s in stored.values() if s is not None)
         missing = _missing(sources, known)
-        new_sources, summaries = await asyncio.gather(
-            asyncio.gather(*(extract_facts(send, text) for _, text in missing)),
-            asyncio.gather(*(extract_facts(send, sub.output) for sub in todo)),
+        new_sources, summaries = await gather_settled(
+            gather_settled(*(extract_facts(send, text) for _, text in missing)),
+            gather_settled(*(extract_facts(send, sub.output) for sub in todo)),
         )
         for (i, text), ex in zip(missing, new_sources):
             known[content_hash(text)] = ex.facts
