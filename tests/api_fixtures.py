@@ -1,5 +1,6 @@
-"""pytest fixtures for tests of the API through a `TestClient`: an app on this test's data dir
-and the session's Redis (freshly flushed), its lifespan entered for the test.
+"""pytest fixtures for tests of the API through a `TestClient`: an app on this test's data dir,
+its database (SQLite in the data dir, then a fresh PostgreSQL database: `api_database_url` runs
+each test on both) and the session's Redis (freshly flushed), its lifespan entered for the test.
 
 A module changes the app's settings by defining its own `api_settings` (it may request the one
 here by the same name and change it with `.with_(...)`).
@@ -20,16 +21,25 @@ from service.app import create_app
 from service.config import Settings
 from service.store import Store
 
-__all__ = ["api_settings", "client", "make_client", "queue"]  # fixtures; the rest is imported by name
+__all__ = ["api_database_url", "api_settings", "client", "make_client", "queue"]  # fixtures; the rest by name
 
 API_KEY = "test-key"
 MakeClient = Callable[..., TestClient]
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def api_database_url(request: pytest.FixtureRequest) -> str | None:
+    """The app's database: SQLite in its data dir (None), then a fresh PostgreSQL database (each
+    API test runs on both; the PostgreSQL run is skipped where PostgreSQL is absent)."""
+    return request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+
+
 @pytest.fixture
-def api_settings(tmp_path: Path, redis_url: str) -> Settings:
-    """The app's settings: data under tmp_path/data, the shared Redis, API key `API_KEY`."""
-    return Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=API_KEY)
+def api_settings(tmp_path: Path, redis_url: str, api_database_url: str | None) -> Settings:
+    """The app's settings: data under tmp_path/data, the database of `api_database_url`, the
+    shared Redis, API key `API_KEY`."""
+    return Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=API_KEY,
+                    database_url=api_database_url)
 
 
 @pytest.fixture

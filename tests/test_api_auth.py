@@ -102,7 +102,8 @@ def test_lifespan_creates_the_data_dir_and_the_database(settings: Settings) -> N
     assert not settings.data_dir.exists()
     with TestClient(create_app(settings)) as client:
         assert client.get("/api/health").json() == {"status": "ok", "database": "ok", "redis": "ok"}
-    assert (settings.data_dir / "joust.db").exists()
+    assert settings.data_dir.is_dir()
+    assert (settings.data_dir / "joust.db").exists() == (settings.database_url is None)  # else in PostgreSQL
 
 
 def test_health_reports_redis_down_but_stays_up(settings: Settings) -> None:

@@ -39,8 +39,9 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
+def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, worker_database_url: str,
+        monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for name, value in {"JOUST_DATA_DIR": str(tmp_path), "DATABASE_URL": worker_database_url,
                         "REDIS_URL": redis_url, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "x"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("JOUST_PRICES", raising=False)

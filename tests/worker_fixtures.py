@@ -1,7 +1,8 @@
 """pytest fixtures and helpers for tests that run the worker below the API: this process's worker
-runtime pointed (through the environment) at the test's Redis, a SQLite file in its tmp_path and a
-fake Messages API; a store on that file; helpers that submit, start a tournament and work it with
-real RQ burst workers.
+runtime pointed (through the environment) at the test's Redis, its database (a SQLite file in its
+tmp_path, then a fresh PostgreSQL database: `worker_database_url` runs each test on both) and a
+fake Messages API; a store on that database; helpers that submit, start a tournament and work it
+with real RQ burst workers.
 
 A module changes the fake's policy by defining its own `fake`, and adds to (or, with None, removes
 from) the environment by defining `env_vars`.
@@ -24,7 +25,7 @@ from service.store import NewSubmission, Store
 from service.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 
-__all__ = ["db", "env", "env_vars", "fake"]  # fixtures; the helpers are imported by name
+__all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 
 MODELS = ["good", "mid", "bad"]
 
@@ -51,13 +52,22 @@ def env_vars() -> dict[str, str | None]:
     return {}
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def worker_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The database of `env`: a SQLite file in tmp_path, then a fresh PostgreSQL database (each
+    worker test runs on both; the PostgreSQL run is skipped where PostgreSQL is absent)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
+    return f"sqlite:///{tmp_path / 'joust.db'}"
+
+
 @pytest.fixture
 def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, env_vars: dict[str, str | None],
-        monkeypatch: pytest.MonkeyPatch) -> Settings:
+        worker_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Point this process's worker runtime at the test's Redis, database and fake judge."""
     set_env(monkeypatch, {
         "JOUST_DATA_DIR": str(tmp_path),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'joust.db'}",
+        "DATABASE_URL": worker_database_url,
         "REDIS_URL": redis_url,
         "ANTHROPIC_BASE_URL": fake.url,
         "ANTHROPIC_API_KEY": "test-key",

@@ -1,8 +1,9 @@
 """The store: the only package that talks to the database.
 
-Every write is one transaction, so a request either stores all it asked for or nothing. On
-SQLite, write transactions begin IMMEDIATE so that the API, the workers and the scheduler (three
-processes on one file) queue for the write lock instead of failing half-way.
+Every write is one transaction, so a request either stores all it asked for or nothing, and
+writers take turns on both backends: on SQLite, write transactions begin IMMEDIATE so that the
+API, the workers and the scheduler (three processes on one file) queue for the write lock instead
+of failing half-way; on PostgreSQL, each first takes one advisory lock (see `base`).
 
 Exceptions: `Conflict` (same key, different content: the API answers 409) and `NotFound`.
 """

@@ -1,7 +1,13 @@
 """The store's foundation: its exceptions, the records it takes, and the engine.
 
-On SQLite, write transactions begin IMMEDIATE so that the API, the workers and the scheduler
-(several processes on one file) queue for the write lock instead of failing half-way.
+Writers queue, one at a time, on both backends, so every read-check-then-write in the store (a
+compare-and-set, a key looked up before it is inserted, the `resolved` counter) sees what the
+writer before it committed. On SQLite, write transactions begin IMMEDIATE so that the API, the
+workers and the scheduler (several processes on one file) queue for the write lock instead of
+failing half-way. On PostgreSQL, a write transaction first takes one transaction-scoped advisory
+lock (`WRITE_LOCK`, per database), the same queue across machines, so two writers never both pass
+a check and never deadlock on each other's row locks; and a read transaction is REPEATABLE READ,
+one snapshot for all its statements, as a SQLite read transaction is.
 """
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Connection, Engine
 
 from leaderboard.types import Submission, Winner
@@ -18,6 +24,8 @@ from leaderboard.types import Submission, Winner
 from . import schema as s
 
 ACTIVE = ("pending", "queued", "running")
+# The PostgreSQL advisory lock every write transaction takes first (the bytes of "joust").
+WRITE_LOCK = 0x6A6F757374
 
 
 class Conflict(Exception):
@@ -117,6 +125,7 @@ class Database:
             self.engine = _sqlite_engine(url)
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
+        self._postgres = self.engine.dialect.name == "postgresql"
         with self._write() as conn:
             s.migrate(conn)
 
@@ -128,10 +137,14 @@ class Database:
     def _write(self) -> Iterator[Connection]:
         with self.engine.connect().execution_options(immediate=True) as conn:
             with conn.begin():
+                if self._postgres:  # wait for the writer before us to commit (see the module doc)
+                    conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK)))
                 yield conn
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
+            if self._postgres:  # one snapshot for the whole read, as on SQLite
+                conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 yield conn
