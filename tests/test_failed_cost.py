@@ -28,7 +28,7 @@ from tests.fake_policies import (
 from tests.test_criteria_compqa import scores
 from tests.test_criteria_factsim import SUMMARIES
 from tests.test_criteria_factsim import submit as submit_summaries
-from tests.test_schema import V3
+from tests.test_schema import V4
 from tests.worker_fixtures import start, submit, work
 from workers.budget import Meter, MeteredJudge
 from workers.criteria.compqa_prompt import ANSWER_TAG
@@ -158,16 +158,6 @@ def test_the_metered_judge_counts_every_reply_and_hides_nothing_else(fake: FakeA
     assert meter.cost(JUDGE, {}) is None  # no price: no cost, never a guess
     offline = MeteredJudge(OfflineJudge("rubric"), Meter())
     assert getattr(offline, "complete", None) is None and offline.score_compqa and offline.version
-
-
-# Version 4 as it was written: version 3 plus tournaments.rounds and board_snapshots.
-V4 = V3.replace("INSERT INTO schema_version VALUES (3);", "INSERT INTO schema_version VALUES (4);") + """
-ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE board_snapshots (id INTEGER PRIMARY KEY, tournament_id INTEGER NOT NULL REFERENCES tournaments (id),
-  run_id INTEGER NOT NULL REFERENCES tournaments (id), level VARCHAR(16) NOT NULL, taken_at FLOAT NOT NULL,
-  rows TEXT NOT NULL, CONSTRAINT uq_snapshot_run_level UNIQUE (run_id, level));
-UPDATE judgements SET match_id = 1;
-"""
 
 
 def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:

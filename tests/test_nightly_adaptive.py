@@ -29,9 +29,6 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 JUDGE = "anthropic/fake-judge"
 OLD = [f"m{i}" for i in range(5)]
 NEW = "n"
-import os
-SP=float(os.environ.get("SP","150"))
-STRENGTH = {**{m: SP * (len(OLD) - i) for i, m in enumerate(OLD)}, NEW: SP*2.5}  # m0 best; n mid-field
 QUESTIONS = 10
 
 

@@ -110,6 +110,16 @@ ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32);
 """
 
 
+# Version 4 as it was written: version 3 plus tournaments.rounds and board_snapshots.
+V4 = V3.replace("INSERT INTO schema_version VALUES (3);", "INSERT INTO schema_version VALUES (4);") + """
+ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE board_snapshots (id INTEGER PRIMARY KEY, tournament_id INTEGER NOT NULL REFERENCES tournaments (id),
+  run_id INTEGER NOT NULL REFERENCES tournaments (id), level VARCHAR(16) NOT NULL, taken_at FLOAT NOT NULL,
+  rows TEXT NOT NULL, CONSTRAINT uq_snapshot_run_level UNIQUE (run_id, level));
+UPDATE judgements SET match_id = 1;
+"""
+
+
 def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
     with sqlite3.connect(path) as conn:

@@ -25,7 +25,7 @@ from service.store import Conflict, NewJudgement, NewSubmission, Store
 from service.store import schema as s
 from service.store.imports import BatchConflict, ImportedJudgement, NewScore
 from service.store.schema import SCHEMA_VERSION
-from tests.test_schema import V3
+from tests.test_schema import V4
 
 JUDGE = "anthropic/x"
 
@@ -288,16 +288,6 @@ def run_script(url: str, script: str) -> None:
                                          f"coalesce((select max(id) from {table}), 0) + 1, false)")
     finally:
         engine.dispose()
-
-
-# Version 4 as it was written: version 3 plus tournaments.rounds and board_snapshots.
-V4 = V3.replace("INSERT INTO schema_version VALUES (3);", "INSERT INTO schema_version VALUES (4);") + """
-ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE board_snapshots (id INTEGER PRIMARY KEY, tournament_id INTEGER NOT NULL REFERENCES tournaments (id),
-  run_id INTEGER NOT NULL REFERENCES tournaments (id), level VARCHAR(16) NOT NULL, taken_at FLOAT NOT NULL,
-  rows TEXT NOT NULL, CONSTRAINT uq_snapshot_run_level UNIQUE (run_id, level));
-UPDATE judgements SET match_id = 1;
-"""
 
 
 @pytest.mark.parametrize("version", [1, 4])
