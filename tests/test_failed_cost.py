@@ -1,8 +1,8 @@
-"""What a failed match paid is counted: a compqa or factsim match that fails after some calls
-(one side scored, the sources extracted) charges their cost to the match, and the tournament's
-`spent_usd` and its budget check include it. End to end: a real RQ burst worker, real Redis and
-SQLite, the real anthropic SDK against the fake Messages API, a price from a JOUST_PRICES file;
-and the 4 -> 5 migration of a version-4 database file in place."""
+"""What a failed match paid is counted: a match that fails after some calls (a compqa side
+scored, factsim sources extracted, pairwise verdicts unreadable) charges their cost to the
+match, and the tournament's `spent_usd` and its budget check include it. End to end: a real RQ
+burst worker, real Redis and SQLite, the real anthropic SDK against the fake Messages API, a
+price from a JOUST_PRICES file; and the 4 -> 5 migration of a version-4 database file in place."""
 from __future__ import annotations
 
 import asyncio
@@ -178,3 +178,21 @@ def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
     assert again.tournament_spend(2) == 0.75 and again.tournament_spend(1) == 0.25
     again.close()
+
+
+def test_an_unreadable_pairwise_verdict_charges_both_orders_and_their_reminders(
+    db: Store, env: Settings, fake: FakeAnthropic
+) -> None:
+    """overall: each order asks, then reminds, and gets no verdict; the match fails with four
+    paid calls no judgement records. The order that failed second still finishes and counts."""
+    fake.decide = lambda system, users: "Both answers have their merits."
+    submit(db, questions=1)
+    tid = start(db, env, judge=JUDGE)
+    view = work(env, db, tid)
+    matches = view["matches_total"]
+    assert (view["status"], view["matches_failed"]) == ("failed", matches)
+    assert fake.replies == 4 * matches  # two orders, each asked and reminded
+    assert db.tournament_judgements(tid) == []
+    assert [status for status, _ in failed_costs(db)] == ["failed"] * matches
+    assert sum(cost for _, cost in failed_costs(db)) == pytest.approx(billed(fake)) and billed(fake) > 0
+    assert view["spent_usd"] == pytest.approx(billed(fake))

@@ -32,6 +32,7 @@ from typing import Any
 from leaderboard.pricing import Price, cost_usd, price_of
 from service.config import Settings
 from service.store import MatchContext, Store
+from workers.errors import VerdictParseError
 from workers.judge import Completion, Judge, JudgeReply, Message
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,8 @@ class Meter:
 class MeteredJudge:
     """`judge`, adding the usage of every reply it receives to `meter`: each free-form call
     (`complete`: every call of the criteria sets other than `overall`, reminders included) and
-    each verdict `compare` returns. A `compare` that fails after paying (no readable verdict
-    even after the reminder) is not seen: its usage stays inside the judge. Everything else
+    each verdict `compare` returns, or fails to return after paying (no readable verdict even
+    after the reminder: `VerdictParseError` carries the usage). Everything else
     (`score_compqa`, `version`, `offline`, the absence of `complete`) is the judge's own."""
 
     def __init__(self, judge: Judge, meter: Meter) -> None:
@@ -86,7 +87,11 @@ class MeteredJudge:
         self.meter = meter
 
     async def compare(self, question: str, first: str, second: str) -> JudgeReply:
-        reply = await self._judge.compare(question, first, second)
+        try:
+            reply = await self._judge.compare(question, first, second)
+        except VerdictParseError as exc:
+            self.meter.add(exc.input_tokens, exc.output_tokens)
+            raise
         self.meter.add(reply.input_tokens, reply.output_tokens)
         return reply
 

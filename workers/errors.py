@@ -36,12 +36,17 @@ class PermanentJudgeError(JudgeError):
 
 
 class VerdictParseError(JudgeError):
-    """No verdict could be read from the judge's replies, even after the reminder."""
+    """No verdict could be read from the judge's replies, even after the reminder. The tokens
+    are what those paid replies used: no judgement will record them, the match must."""
 
-    def __init__(self, message: str, raw: str = "", replies: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, message: str, raw: str = "", replies: tuple[str, ...] = (), input_tokens: int = 0, output_tokens: int = 0
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         self.replies = replies or ((raw,) if raw else ())
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (str(self), self.raw, self.replies))
+        return (type(self), (str(self), self.raw, self.replies, self.input_tokens, self.output_tokens))

@@ -9,6 +9,7 @@ own through `ask_with_reminder`, each with its own parser.
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -78,6 +79,20 @@ class Completion:
 
 
 T = TypeVar("T")
+
+
+async def gather_settled(*aws: Awaitable[T]) -> list[T]:
+    """`asyncio.gather`, except that when one raises, the others still run to their end before
+    the first error is raised: a call already sent is paid whatever happens to the match, so
+    the job must see it finish (its usage counted, a score it earned kept) rather than leave it
+    running on the worker's loop after the match is recorded as failed."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]
+
+
 Message = dict[str, str]
 Send = Callable[[str, list[Message]], Awaitable[Completion]]
 """One provider call: (system prompt, chat messages as {"role", "content"}) → Completion."""
@@ -127,6 +142,8 @@ async def ask_with_reminder(
             f"the judge gave no readable {what}, even after the reminder: {exc}",
             raw=retry.text,
             replies=(completion.text, retry.text),
+            input_tokens=completion.input_tokens + retry.input_tokens,
+            output_tokens=completion.output_tokens + retry.output_tokens,
         ) from exc
     return _answer(value, retry, completion)
 

@@ -5,7 +5,6 @@ job decides what is written and when.
 """
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -14,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from leaderboard.consistency import combine, plan_orders
 from leaderboard.types import Call, OrderPolicy, Outcome, Submission
 
-from .judge import Judge, JudgeReply
+from .judge import Judge, JudgeReply, gather_settled
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ async def judge_pair(
     """Ask the judge in each planned order (concurrently) and combine the verdicts for (a, b)."""
     by_id = {a.id: a, b.id: b}
     orders = plan_orders(a.id, b.id, policy, rng)
-    replies = await asyncio.gather(
+    replies = await gather_settled(
         *(judge.compare(a.question, by_id[first].output, by_id[second].output) for first, second in orders)
     )
     calls: list[Call] = [judged_call(reply, first) for (first, _second), reply in zip(orders, replies)]

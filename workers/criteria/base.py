@@ -7,31 +7,16 @@ beside the outcome (per-dimension outcomes, each side's score) for the caller to
 """
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol
 
 from leaderboard.types import Call, OrderPolicy, Outcome
 from service.store import MatchContext
 
 from ..judge import Judge
 from ..pairwise import Recorded
-
-T = TypeVar("T")
-
-
-async def gather_settled(*aws: Awaitable[T]) -> list[T]:
-    """`asyncio.gather`, except that when one raises, the others still run to their end before
-    the first error is raised: a call already sent is paid whatever happens to the match, so
-    the job must see it finish (its usage counted, a score it earned kept) rather than leave it
-    running on the worker's loop after the match is recorded as failed."""
-    results = await asyncio.gather(*aws, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results  # type: ignore[return-value]
 
 
 class Judged(NamedTuple):

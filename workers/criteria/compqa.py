@@ -25,8 +25,8 @@ from leaderboard.templates import compqa_score_version
 from leaderboard.types import OrderPolicy, Outcome, Submission, Winner
 from service.store import MatchContext
 
-from ..judge import Judge, Send, ask_with_reminder, completer
-from .base import Judged, RubricReply, ScoreBook, gather_settled
+from ..judge import Judge, Send, ask_with_reminder, completer, gather_settled
+from .base import Judged, RubricReply, ScoreBook
 from .compqa_prompt import REMINDER, build_compqa_prompt, parse_points
 
 CRITERIA = "compqa"

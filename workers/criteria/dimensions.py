@@ -17,7 +17,6 @@ text here → bump `DIMENSIONS_TEMPLATE_VERSION` (leaderboard.templates).
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 
@@ -28,7 +27,7 @@ from leaderboard.types import OrderPolicy, Winner
 from service.store import MatchContext
 
 from ..errors import VerdictParseError
-from ..judge import Answer, Judge, Send, ask_with_reminder, completer
+from ..judge import Answer, Judge, Send, ask_with_reminder, completer, gather_settled
 from ..pairwise import JudgedCall
 from ..prompts import fenced_pair
 from ..verdict import objects_in, winner_from_word
@@ -115,7 +114,7 @@ async def judge(
     a, b = ctx.a, ctx.b
     by_id = {a.id: a, b.id: b}
     orders = plan_orders(a.id, b.id, policy, rng)
-    answers = await asyncio.gather(
+    answers = await gather_settled(
         *(ask_dimensions(send, a.question, by_id[first].output, by_id[second].output) for first, second in orders)
     )
     calls = [

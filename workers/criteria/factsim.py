@@ -50,8 +50,8 @@ from service.store import MatchContext
 
 from ..embeddings import MINILM, EncoderUnavailable, SentenceEncoder, encoder
 from ..errors import PermanentJudgeError
-from ..judge import Judge, Send, ask_with_reminder
-from .base import Judged, ScoreBook, gather_settled
+from ..judge import Judge, Send, ask_with_reminder, gather_settled
+from .base import Judged, ScoreBook
 from .factsim_prompt import REMINDER, Fact, build_facts_prompt, fact_text, parse_facts
 
 CRITERIA = "factsim"
