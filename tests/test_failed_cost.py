@@ -2,12 +2,11 @@
 scored, factsim sources extracted, pairwise verdicts unreadable) charges their cost to the
 match, and the tournament's `spent_usd` and its budget check include it. End to end: a real RQ
 burst worker, real Redis and SQLite, the real anthropic SDK against the fake Messages API, a
-price from a JOUST_PRICES file; and the 4 -> 5 migration of a version-4 database file in place."""
+price from a JOUST_PRICES file; the 4 -> 5 migration is tested in tests/test_schema.py."""
 from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from sqlalchemy import text
 
 from service.config import Settings
 from service.store import Store
-from service.store.schema import SCHEMA_VERSION
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import (
     block,
@@ -28,7 +26,6 @@ from tests.fake_policies import (
 from tests.test_criteria_compqa import scores
 from tests.test_criteria_factsim import SUMMARIES
 from tests.test_criteria_factsim import submit as submit_summaries
-from tests.test_schema import V4
 from tests.worker_fixtures import start, submit, work
 from workers.budget import Meter, MeteredJudge
 from workers.criteria.compqa_prompt import ANSWER_TAG
@@ -158,26 +155,6 @@ def test_the_metered_judge_counts_every_reply_and_hides_nothing_else(fake: FakeA
     assert meter.cost(JUDGE, {}) is None  # no price: no cost, never a guess
     offline = MeteredJudge(OfflineJudge("rubric"), Meter())
     assert getattr(offline, "complete", None) is None and offline.score_compqa and offline.version
-
-
-def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
-    path = tmp_path / "v4.db"
-    with sqlite3.connect(path) as conn:
-        conn.executescript(V4)
-    store = Store(f"sqlite:///{path}")
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,) == (5,)
-        assert conn.execute("select id, failed_cost_usd from matches order by id").fetchall() == [
-            (1, None), (2, None), (3, None)]  # nothing was metered before
-    assert [store.get_tournament(t)["spent_usd"] for t in (1, 2)] == [0.25, 0.0]  # as before the upgrade
-    store.charge_match(3, 0.5)
-    store.charge_match(3, 0.25)
-    assert [t["spent_usd"] for t in store.list_tournaments()] == [0.75, 0.25]  # newest first
-    assert store.tournament_spend(2) == 0.75
-    store.close()
-    again = Store(f"sqlite:///{path}")  # opening again changes nothing
-    assert again.tournament_spend(2) == 0.75 and again.tournament_spend(1) == 0.25
-    again.close()
 
 
 def test_an_unreadable_pairwise_verdict_charges_both_orders_and_their_reminders(

@@ -12,6 +12,17 @@ from leaderboard.types import Winner
 from service.store import NewJudgement, Store
 from service.store.schema import SCHEMA_VERSION
 
+
+def upgraded(path: Path, script: str) -> Store:
+    """A database file written by an older joust (`script`), opened by this one: the schema is
+    migrated in place to SCHEMA_VERSION."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(script)
+    store = Store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
+    return store
+
 V1 = """
 CREATE TABLE schema_version (version INTEGER PRIMARY KEY);
 INSERT INTO schema_version VALUES (1);
@@ -41,12 +52,9 @@ INSERT INTO matches VALUES (1,1,1,2,'done',1,NULL,NULL,1,'A',1,0,0,0), (2,2,1,2,
 
 def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    with sqlite3.connect(path) as conn:
-        conn.executescript(V1)
-    store = Store(f"sqlite:///{path}")
+    store = upgraded(path, V1)
     assert store.revision() == 2
     with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("select id, seq, counted from matches order by id").fetchall() == [
             (1, 1, 1), (2, 2, 0), (3, None, 0)]
     assert len(store.side_rows()) == 1  # the judgement counts once, as before the upgrade
@@ -77,11 +85,8 @@ UPDATE judgements SET cost_usd = 0.25;
 
 def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
+    store = upgraded(path, V2)
     with sqlite3.connect(path) as conn:
-        conn.executescript(V2)
-    store = Store(f"sqlite:///{path}")
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
         columns = {row[1]: row for row in conn.execute("pragma table_info(judgements)")}
         assert columns["cost_usd"][3] == 0  # NULL allowed: a judge without a price
         assert {"match_id", "analysis"} <= columns.keys() and "cost_usd_v2" not in columns
@@ -110,6 +115,21 @@ ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32);
 """
 
 
+def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    store = upgraded(path, V3)
+    with sqlite3.connect(path) as conn:
+        assert "rounds" in {row[1] for row in conn.execute("pragma table_info(tournaments)")}
+        assert "board_snapshots" in {row[0] for row in conn.execute("select name from sqlite_master")}
+    assert store.get_tournament(1)["rounds"] == 0  # old tournaments planned no adaptive round
+    assert store.save_snapshots(1, 1, {"model": [{"player": "m1", "rating": 1000.0}]})
+    assert not store.save_snapshots(1, 1, {"model": []})  # once per run and level
+    assert store.snapshots(1, "model") == [{"run": 1, "time": store.snapshots(1, "model")[0]["time"],
+                                            "rows": [{"player": "m1", "rating": 1000.0}]}]
+    store.close()
+    Store(f"sqlite:///{path}").close()  # opening again changes nothing
+
+
 # Version 4 as it was written: version 3 plus tournaments.rounds and board_snapshots.
 V4 = V3.replace("INSERT INTO schema_version VALUES (3);", "INSERT INTO schema_version VALUES (4);") + """
 ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
@@ -120,19 +140,19 @@ UPDATE judgements SET match_id = 1;
 """
 
 
-def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
-    path = tmp_path / "v3.db"
+def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    store = upgraded(path, V4)
+    assert SCHEMA_VERSION == 5
     with sqlite3.connect(path) as conn:
-        conn.executescript(V3)
-    store = Store(f"sqlite:///{path}")
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("select max(version) from schema_version").fetchone() == (SCHEMA_VERSION,)
-        assert "rounds" in {row[1] for row in conn.execute("pragma table_info(tournaments)")}
-        assert "board_snapshots" in {row[0] for row in conn.execute("select name from sqlite_master")}
-    assert store.get_tournament(1)["rounds"] == 0  # old tournaments planned no adaptive round
-    assert store.save_snapshots(1, 1, {"model": [{"player": "m1", "rating": 1000.0}]})
-    assert not store.save_snapshots(1, 1, {"model": []})  # once per run and level
-    assert store.snapshots(1, "model") == [{"run": 1, "time": store.snapshots(1, "model")[0]["time"],
-                                            "rows": [{"player": "m1", "rating": 1000.0}]}]
+        assert conn.execute("select id, failed_cost_usd from matches order by id").fetchall() == [
+            (1, None), (2, None), (3, None)]  # nothing was metered before
+    assert [store.get_tournament(t)["spent_usd"] for t in (1, 2)] == [0.25, 0.0]  # as before the upgrade
+    store.charge_match(3, 0.5)
+    store.charge_match(3, 0.25)
+    assert [t["spent_usd"] for t in store.list_tournaments()] == [0.75, 0.25]  # newest first
+    assert store.tournament_spend(2) == 0.75
     store.close()
-    Store(f"sqlite:///{path}").close()  # opening again changes nothing
+    again = Store(f"sqlite:///{path}")  # opening again changes nothing
+    assert again.tournament_spend(2) == 0.75 and again.tournament_spend(1) == 0.25
+    again.close()
