@@ -8,12 +8,12 @@ was resolved or a match failed unparseable since the last computation, never ser
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
+from leaderboard.health import JudgeHealth
 from service.api_models import ErrorOut
 from service.judge_health_cache import JudgeHealthCache
 
@@ -32,26 +32,11 @@ def get_judge_health(request: Request) -> JudgeHealthCache:
         return cache
 
 
-class JudgeHealthOut(BaseModel):
-    """One judge's health; a rate is null when there was nothing to count."""
-
-    judge: str
-    calls: int
-    judgements: int
-    consistency: float | None
-    first_position_win_rate: float | None
-    tie_rate: float | None
-    parse_failure_rate: float | None
-    longer_wins_rate: float | None
-    human_agreement: float | None
-    human_pairs: int
-    human_votes: int
-
-
 class JudgesOut(BaseModel):
-    """Every judge with stored judgements or parse failures, by name."""
+    """Every judge with stored judgements or parse failures, by name (`leaderboard.health`'s
+    own record, served as is: a rate is null when there was nothing to count)."""
 
-    judges: list[JudgeHealthOut]
+    judges: list[JudgeHealth]
 
 
 @router.get("", response_model=JudgesOut, responses={422: {"model": ErrorOut}})
@@ -62,4 +47,4 @@ def get_judges(
     """Per judge: order consistency, first-position win rate, tie rate, parse-failure rate, how
     often the longer answer wins, and agreement with human votes on the same pairs; current as of
     this request."""
-    return JudgesOut(judges=[JudgeHealthOut(**asdict(h)) for h in cache.current().of(judge)])
+    return JudgesOut(judges=cache.current().of(judge))
