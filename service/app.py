@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api_models import check_judge_spec
 from service.boards import BoardCache
 from service.config import Settings
+from service.judge_health_cache import JudgeHealthCache
 from service.queue import JobQueue
 from service.routes import (
     health,
@@ -190,6 +191,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.redis = redis
         app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
         app.state.boards = boards = BoardCache(store, k=settings.elo_k)
+        app.state.judge_health = JudgeHealthCache(store)
         # Reading a large store takes seconds: start now rather than on the first request.
         warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
         warm.start()

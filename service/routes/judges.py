@@ -7,7 +7,6 @@ was resolved or a match failed unparseable since the last computation, never ser
 """
 from __future__ import annotations
 
-import threading
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -18,18 +17,11 @@ from service.api_models import ErrorOut
 from service.judge_health_cache import JudgeHealthCache
 
 router = APIRouter(prefix="/api/judges", tags=["judges"])
-_MAKING = threading.Lock()  # two first requests must not each make a cache (and each compute)
 
 
 def get_judge_health(request: Request) -> JudgeHealthCache:
-    """The app's one judge-health cache, shared by this route and the page. Made on first use for
-    the store the lifespan opened, and made again if a new lifespan opened another store."""
-    state = request.app.state
-    with _MAKING:
-        cache: JudgeHealthCache | None = getattr(state, "judge_health", None)
-        if cache is None or cache.store is not state.store:
-            cache = state.judge_health = JudgeHealthCache(state.store)
-        return cache
+    """The judge-health cache the lifespan opened beside the boards, shared with the page."""
+    return request.app.state.judge_health
 
 
 class JudgesOut(BaseModel):
