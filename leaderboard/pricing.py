@@ -98,15 +98,15 @@ def total_cost(costs: Sequence[float | None]) -> float | None:
 
 
 def priced_calls(
-    calls: Sequence[Mapping], judge: str, table: Mapping[str, Price]
+    calls: Sequence[Mapping], judge: str, table: Mapping[str, Price], discount: float = 1.0
 ) -> tuple[list[dict], float | None]:
-    """Call records (with `input_tokens`, `output_tokens`) each given its `cost_usd`, and
-    their total (None when the judge has no price)."""
-    priced = [
-        {**call, "cost_usd": cost_usd(judge, int(call.get("input_tokens") or 0), int(call.get("output_tokens") or 0),
-                                      table)}
-        for call in calls
-    ]
+    """Call records (with `input_tokens`, `output_tokens`) each given its `cost_usd` (the list
+    price times `discount`: 0.5 for calls made through a batch API), and their total (None when
+    the judge has no price)."""
+    priced = []
+    for call in calls:
+        cost = cost_usd(judge, int(call.get("input_tokens") or 0), int(call.get("output_tokens") or 0), table)
+        priced.append({**call, "cost_usd": None if cost is None else cost * discount})
     return priced, total_cost([call["cost_usd"] for call in priced])
 
 

@@ -47,6 +47,57 @@ class Mode(str, Enum):
     SAMPLED = "sampled"
 
 
+class MatchStatus(str, Enum):
+    """Where a match is in its life (stored as the plain string)."""
+
+    PENDING = "pending"  # created, not yet on the queue
+    QUEUED = "queued"  # a job (or a retry) waits on the queue, or a worker has taken it
+    RUNNING = "running"  # a worker is asking the judge
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        """Still to be judged."""
+        return self in ACTIVE_MATCH
+
+
+ACTIVE_MATCH = frozenset({MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING})
+
+
+class TournamentStatus(str, Enum):
+    """Where a tournament run is in its life (stored as the plain string)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Delivery(str, Enum):
+    """How a run's calls reach the provider: `live` (the Messages API, many calls in flight) or
+    `batch` (the provider's batch API: half the price, results within hours)."""
+
+    LIVE = "live"
+    BATCH = "batch"
+
+
+class MatchOutcome(str, Enum):
+    """What one attempt at a match did (a worker's log line, a test's check)."""
+
+    JUDGED = "judged"  # the judge was asked and the judgement stored
+    CACHED = "cached"  # a stored judgement answered it, for free
+    SKIPPED = "skipped"  # already finished or cancelled
+    MISSING = "missing"  # no such match (deleted, or another database)
+    STOPPED = "stopped"  # its run's budget (or price) forbade judging, or the run was stopped
+    WAITING = "waiting"  # a twin is being judged elsewhere: looked at again shortly
+    RETRYING = "retrying"  # a provider error: put back on the queue with backoff
+    FAILED = "failed"  # recorded as failed, with its reason
+    ABANDONED = "abandoned"  # the worker stopped before it ended: handed out again by the sweep
+
+
 @dataclass(frozen=True)
 class Submission:
     """One generator model's output, under one prompt scenario, for one question."""

@@ -104,6 +104,14 @@ class TournamentIn(BaseModel):
     max_calls: Annotated[StrictInt, Field(ge=1)] | None = None
     target_ci_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     anchors: Annotated[list[Key], Field(min_length=3)] | None = None
+    # This run's own limits on its judge, across every worker: requests and input+output tokens
+    # per minute (over JOUST_JUDGE_RPM / JOUST_JUDGE_TPM and the judge's JOUST_JUDGE_ENDPOINTS).
+    rpm: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    tpm: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # "live" (the Messages API, calls in flight at the provider's limit) or "batch" (Anthropic's
+    # Message Batches: half the price, results within hours). Default: batch for a scheduled
+    # tournament with an anthropic/ judge, live otherwise.
+    delivery: Literal["live", "batch"] | None = None
 
     @model_validator(mode="after")
     def _mode_options(self) -> TournamentIn:
@@ -150,6 +158,14 @@ class SubmissionsCreated(BaseModel):
     """One entry per submission sent, in the order sent."""
 
     submissions: list[SubmissionRef]
+
+
+class TournamentRetried(BaseModel):
+    """A finished run handed out again: `retried` matches (its failed ones) are pending now."""
+
+    id: int
+    status: str
+    retried: int
 
 
 class TournamentCreated(BaseModel):

@@ -56,16 +56,15 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from redis import Redis
-    from rq import Queue, SimpleWorker
+    import importlib
 
     settings = _settings(args)
-    redis = Redis.from_url(_need_redis(settings))
+    _need_redis(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    # SimpleWorker runs jobs in this process, so the judges' HTTP clients live across jobs.
-    worker = SimpleWorker([Queue(settings.queue_name, connection=redis)], connection=redis, name=args.name)
-    worker.work(with_scheduler=True, logging_level=args.log_level.upper())
-    return 0
+    # The worker role runs the workers package's code, which the service names only by dotted
+    # path (as it names jobs), never imports.
+    run_worker = importlib.import_module("workers.process").run_worker
+    return int(run_worker(settings, name=args.name, log_level=args.log_level))
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:

@@ -36,10 +36,25 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class JudgeEndpoint:
-    """Where one judge spec is served, and with which key (an entry of JOUST_JUDGE_ENDPOINTS)."""
+    """Where one judge spec is served, with which key, and what its account allows (an entry of
+    JOUST_JUDGE_ENDPOINTS): requests and tokens per minute across all workers, calls in flight
+    per worker process. None: the global setting."""
 
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class JudgeLimits:
+    """What one judge may be sent: requests and input+output tokens per minute across every
+    worker (None: no limit), and calls in flight per worker process."""
+
+    rpm: float | None
+    tpm: float | None
+    concurrency: int
 
 
 @dataclass(frozen=True)
@@ -60,10 +75,25 @@ class Settings:
     # How many times a match is retried after a provider error before it is recorded as failed.
     job_retries: int = 3
     retry_backoff_s: float = 10.0
-    # Concurrent calls to one judge inside one worker process.
-    judge_concurrency: int = 4
-    # Calls per minute to one judge across all workers (0: no shared limit).
-    judge_rpm: int = 0
+    # Calls in flight to one judge inside one worker process.
+    judge_concurrency: int = 64
+    # Requests and input+output tokens per minute to one judge across all workers (0: no limit).
+    judge_rpm: float = 0
+    judge_tpm: float = 0
+    # Matches one worker process holds at once (0: as many as judge_concurrency).
+    worker_matches: int = 0
+    # A worker's leases on its matches and claims on their judgements lapse this long after its
+    # last heartbeat (a dead worker's matches are handed out again then).
+    lease_ttl_s: float = 15.0
+    # A run whose matches fail this many times in a row, with no judgement between, stops
+    # itself with stopped_reason "failing" (0: never).
+    stop_after_failures: int = 10
+    # On SIGTERM a worker waits this long for its matches in flight before handing them back.
+    drain_timeout_s: float = 10.0
+    # Message Batches: seconds between polls, and the most requests and bytes per batch.
+    batch_poll_s: float = 30.0
+    batch_max_requests: int = 100_000
+    batch_max_bytes: int = 256 * 1024 * 1024
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
     # OpenAI-compatible servers (vLLM, Ollama, llama.cpp, OpenAI): the defaults for `openai/...`
@@ -72,6 +102,9 @@ class Settings:
     # Per judge spec ("openai/llama3"): its own base URL and key, over the defaults above.
     judge_endpoints: Mapping[str, JudgeEndpoint] = field(default_factory=dict)
     judge_timeout_s: float = 120.0
+    # Retries the provider SDKs make by themselves. Workers set 0: their gate retries each call
+    # through the shared rate limit instead (workers.gate), so every 429 is seen and shared.
+    sdk_max_retries: int = 1
     judge_max_tokens: int = 512
     scheduler_interval_s: float = 5.0
     # JOUST_PRICES: a JSON file of prices per judge spec, over leaderboard.pricing.DEFAULT_PRICES.
@@ -97,6 +130,25 @@ class Settings:
             base_url=own.base_url or self.openai_base_url,
             api_key=own.api_key or self.openai_api_key,
         )
+
+    def limits(self, spec: str, *, rpm: float | None = None, tpm: float | None = None) -> JudgeLimits:
+        """What judge `spec` may be sent: a run's own `rpm`/`tpm` first, then the judge's entry in
+        JOUST_JUDGE_ENDPOINTS, then JOUST_JUDGE_RPM / JOUST_JUDGE_TPM / JOUST_JUDGE_CONCURRENCY."""
+        own = self.judge_endpoints.get(spec, JudgeEndpoint())
+
+        def first(*values: float | None) -> float | None:
+            return next((float(v) for v in values if v), None)
+
+        return JudgeLimits(
+            rpm=first(rpm, own.rpm, self.judge_rpm),
+            tpm=first(tpm, own.tpm, self.judge_tpm),
+            concurrency=max(1, int(own.concurrency or self.judge_concurrency)),
+        )
+
+    @property
+    def matches_in_flight(self) -> int:
+        """How many matches one worker process holds at once."""
+        return max(1, self.worker_matches or self.judge_concurrency)
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (for the CLI's flags and for tests)."""
@@ -138,7 +190,14 @@ class Settings:
             job_retries=int(number("JOUST_JOB_RETRIES", base.job_retries, int)),
             retry_backoff_s=number("JOUST_RETRY_BACKOFF", base.retry_backoff_s),
             judge_concurrency=max(1, int(number("JOUST_JUDGE_CONCURRENCY", base.judge_concurrency, int))),
-            judge_rpm=int(number("JOUST_JUDGE_RPM", base.judge_rpm, int)),
+            judge_rpm=number("JOUST_JUDGE_RPM", base.judge_rpm),
+            judge_tpm=number("JOUST_JUDGE_TPM", base.judge_tpm),
+            worker_matches=int(number("JOUST_WORKER_MATCHES", base.worker_matches, int)),
+            lease_ttl_s=max(1.0, number("JOUST_LEASE_TTL", base.lease_ttl_s)),
+            stop_after_failures=int(number("JOUST_STOP_AFTER_FAILURES", base.stop_after_failures, int)),
+            drain_timeout_s=number("JOUST_DRAIN_TIMEOUT", base.drain_timeout_s),
+            batch_poll_s=max(0.05, number("JOUST_BATCH_POLL", base.batch_poll_s)),
+            batch_max_requests=max(1, int(number("JOUST_BATCH_MAX_REQUESTS", base.batch_max_requests, int))),
             anthropic_api_key=text("ANTHROPIC_API_KEY"),
             anthropic_base_url=text("ANTHROPIC_BASE_URL"),
             openai_api_key=text("OPENAI_API_KEY"),
@@ -152,13 +211,16 @@ class Settings:
         )
 
 
-_ENDPOINT_KEYS = frozenset({"base_url", "api_key", "api_key_env"})
+_ENDPOINT_KEYS = frozenset({"base_url", "api_key", "api_key_env", "rpm", "tpm", "concurrency"})
+_ENDPOINT_NUMBERS = frozenset({"rpm", "tpm", "concurrency"})
 
 
 def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, JudgeEndpoint]:
     """JOUST_JUDGE_ENDPOINTS: a JSON object from judge spec to {"base_url", "api_key"} or
     {"base_url", "api_key_env": "NAME"} (the key read from env var NAME, so it stays out of the
-    JSON). Raises SettingsError naming the entry at fault."""
+    JSON), and optionally what that judge's account allows: "rpm", "tpm" (per minute, across all
+    workers) and "concurrency" (calls in flight per worker process). Raises SettingsError naming
+    the entry at fault."""
     if raw is None:
         return {}
     name = "JOUST_JUDGE_ENDPOINTS"
@@ -179,8 +241,14 @@ def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, 
         unknown = sorted(set(entry) - _ENDPOINT_KEYS)
         if unknown:
             raise SettingsError(f"{where}: unknown field(s) {unknown}; use {sorted(_ENDPOINT_KEYS)}")
-        if not all(isinstance(v, str) and v.strip() for v in entry.values()):
-            raise SettingsError(f"{where}: every value must be a non-empty string")
+        if not all(isinstance(v, str) and v.strip() for k, v in entry.items() if k not in _ENDPOINT_NUMBERS):
+            raise SettingsError(f"{where}: base_url, api_key and api_key_env must be non-empty strings")
+        for k in _ENDPOINT_NUMBERS & set(entry):
+            v = entry[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
+                raise SettingsError(f"{where}: {k} must be a positive number, not {v!r}")
+            if k == "concurrency" and int(v) != v:
+                raise SettingsError(f"{where}: concurrency must be a whole number, not {v!r}")
         if "api_key" in entry and "api_key_env" in entry:
             raise SettingsError(f"{where}: give api_key or api_key_env, not both")
         key = entry.get("api_key")
@@ -188,7 +256,10 @@ def parse_judge_endpoints(raw: str | None, env: Mapping[str, str]) -> dict[str, 
             key = env.get(entry["api_key_env"], "").strip() or None
             if key is None:
                 raise SettingsError(f"{where}: api_key_env names {entry['api_key_env']}, which is not set")
-        endpoints[spec] = JudgeEndpoint(base_url=entry.get("base_url", "").strip() or None, api_key=key)
+        endpoints[spec] = JudgeEndpoint(
+            base_url=entry.get("base_url", "").strip() or None, api_key=key, rpm=entry.get("rpm"),
+            tpm=entry.get("tpm"), concurrency=int(entry["concurrency"]) if "concurrency" in entry else None,
+        )
     return endpoints
 
 

@@ -1,10 +1,13 @@
 """The job queue seen from the service: match ids go onto RQ by dotted path, nothing more.
 
 The service never imports `workers`: RQ imports `workers.jobs.judge_match` inside the worker.
-Jobs carry only ids; the database holds everything else.
+Jobs carry only ids; the database holds everything else. Batch runs have no job per match:
+their driver (`workers.batches.drive`) is enqueued at most once per poll interval.
 """
 from __future__ import annotations
 
+import time
+from datetime import timezone
 from typing import Iterable
 
 from redis import Redis
@@ -14,7 +17,11 @@ from rq.job import Job, JobStatus
 
 JUDGE_MATCH = "workers.jobs.judge_match"
 ANALYSE_TIE = "workers.analysis.analyse_tie"
+DRIVE_BATCHES = "workers.batches.drive"
+DRIVER_DUE = "joust:batches:due:{queue}"  # set while the last driver job is recent
+DRIVER_TIMEOUT_S = 3600  # one cycle may stream the results of 100,000 requests
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED}
+STARTED_GRACE_S = 5.0
 
 
 class JobQueue:
@@ -55,15 +62,45 @@ class JobQueue:
         )
         return job.id
 
-    def is_waiting(self, job_id: str | None) -> bool:
-        """True when the job still exists and will run or is running."""
+    def enqueue_driver(self, every_s: float) -> str | None:
+        """Put one batch-driver job on the queue unless one was put there less than `every_s`
+        ago (a Redis SET NX with that TTL, so several schedulers enqueue it once); its job id,
+        or None. The driver's own lock keeps two cycles from overlapping."""
+        due = DRIVER_DUE.format(queue=self.queue.name)
+        if not self.redis.set(due, "1", nx=True, px=max(1, int(every_s * 1000))):
+            return None
+        job = self.queue.enqueue(DRIVE_BATCHES, job_timeout=DRIVER_TIMEOUT_S, result_ttl=600,
+                                 failure_ttl=24 * 3600, description="drive the message batches")
+        return job.id
+
+    def wake_driver(self) -> None:
+        """Let the next scheduler tick enqueue the driver at once (a new batch run)."""
+        self.redis.delete(DRIVER_DUE.format(queue=self.queue.name))
+
+    def is_waiting(self, job_id: str | None, now: float | None = None) -> bool:
+        """True when the job still exists and will run or is running.
+
+        Two states RQ only cleans up after many minutes count as lost: a job "started" for longer
+        than its own timeout plus `STARTED_GRACE_S` (its worker was killed while handing it over:
+        a live worker's job ends within its timeout), and a job left in the queue's intermediate
+        list (its worker was killed between taking it and starting it)."""
         if not job_id:
             return False
         try:
-            status = Job.fetch(job_id, connection=self.redis).get_status(refresh=False)
+            job = Job.fetch(job_id, connection=self.redis)
         except NoSuchJobError:
             return False
-        return status in WAITING
+        status = job.get_status(refresh=False)
+        if status not in WAITING:
+            return False
+        now = time.time() if now is None else now
+        if status == JobStatus.STARTED and job.started_at is not None:
+            started = job.started_at.replace(tzinfo=timezone.utc).timestamp()
+            return now - started <= (job.timeout or self.job_timeout_s) + STARTED_GRACE_S
+        if status == JobStatus.QUEUED:
+            stuck = self.redis.lpos(self.queue.intermediate_queue_key, job_id)
+            return stuck is None
+        return True
 
     def depth(self) -> int:
         """How many jobs wait on the queue."""

@@ -1,6 +1,7 @@
 """The scheduler process: starts recurring tournaments when due, plans the rounds of adaptive
-tournaments (`service.rounds`), snapshots finished scheduled runs' boards (`service.history`)
-and re-hands lost matches.
+tournaments (`service.rounds`), snapshots finished scheduled runs' boards (`service.history`),
+re-hands lost matches, and enqueues the batch driver (`workers.batches.drive`, by dotted path)
+at most once per `batch_poll_s` while there is batch work.
 
 Two schedulers may run (two machines, a restart overlapping): a due run is claimed in the
 database by moving the schedule's next due time with a compare-and-set, so exactly one of them
@@ -22,7 +23,7 @@ from .liveness import beat_scheduler
 from .queue import JobQueue
 from .rounds import advance
 from .store import Store
-from .tournaments import hand_out, launch
+from .tournaments import hand_out, in_batches, launch
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ class TickReport:
     rehanded: list[int] = field(default_factory=list)
     rounds: list[int] = field(default_factory=list)  # adaptive runs given a new round
     snapshots: list[int] = field(default_factory=list)  # runs whose board was snapshotted
+    driver: str | None = None  # the batch driver's job, when this tick enqueued one
 
 
 class Scheduler:
@@ -47,7 +49,8 @@ class Scheduler:
 
     def tick(self, now: float) -> TickReport:
         """Start due runs, plan the next round of adaptive runs whose round is over (or finish
-        them), snapshot finished scheduled runs, then hand out matches whose job was lost."""
+        them), snapshot finished scheduled runs, hand out matches whose job was lost, then
+        enqueue the batch driver if it is due."""
         report = TickReport()
         for due in self.store.due_schedules(now):
             following = next_due(due["schedule"], now)
@@ -62,10 +65,13 @@ class Scheduler:
         for due in self.store.rounds_due():
             new = advance(self.store, due["id"], due["spec"], due["rounds"])
             if new is not None:
-                hand_out(self.store, self.queue, new)
+                if not in_batches(due["spec"]):  # a batch run's round waits for the batch driver
+                    hand_out(self.store, self.queue, new)
                 report.rounds.append(due["id"])
         report.snapshots = take_snapshots(self.store)
         report.rehanded = self.sweep(now)
+        if self.store.batch_work_left():
+            report.driver = self.queue.enqueue_driver(self.settings.batch_poll_s)
         return report
 
     def sweep(self, now: float) -> list[int]:
@@ -73,7 +79,7 @@ class Scheduler:
         lost = [
             m["id"]
             for m in self.store.stale_matches(now, self.settings.match_timeout_s)
-            if m["status"] != "queued" or not self.queue.is_waiting(m["job_id"])
+            if m["status"] != "queued" or not self.queue.is_waiting(m["job_id"], now)
         ]
         if lost and hand_out(self.store, self.queue, lost):
             log.warning("re-enqueued %d matches whose job was lost", len(lost))

@@ -19,7 +19,7 @@ from leaderboard.keys import judgement_key
 from leaderboard.pricing import Price, cost_usd, price_of
 from leaderboard.rubric import RULES_VERSION
 from leaderboard.templates import compqa_score_version, template_version
-from leaderboard.types import Mode, OrderPolicy, Pair, Submission
+from leaderboard.types import Delivery, Mode, OrderPolicy, Pair, Submission
 
 from . import rounds
 from .queue import JobQueue
@@ -153,14 +153,33 @@ def launch(
     parent_id: int | None = None,
 ) -> Launched:
     """Create a run and enqueue its matches (an adaptive run: its first round, or none and
-    done at once with its `stopped_reason`)."""
+    done at once with its `stopped_reason`); a batch run's matches wait for the batch driver."""
     step = rounds.first_round(store, spec) if spec.get("mode") == "adaptive" else rounds.Step(plan(store, spec), None)
     pairs = step.pairs
     tid = store.create_tournament(
         name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id,
         rounds=1 if spec.get("mode") == "adaptive" else 0, stopped_reason=step.reason,
     )
+    if in_batches(spec):
+        return Launched(id=tid, matches_total=len(pairs), queued=wake_driver(queue))
     return Launched(id=tid, matches_total=len(pairs), queued=hand_out(store, queue, store.pending_matches(tid)))
+
+
+def in_batches(spec: dict) -> bool:
+    """Whether a run's calls go through the provider's batch API: its matches are then never
+    enqueued as jobs; they stay pending for the batch driver (`workers.batches`)."""
+    return spec.get("delivery") == Delivery.BATCH.value
+
+
+def wake_driver(queue: JobQueue) -> bool:
+    """Have the next scheduler tick enqueue the batch driver; False if Redis is down (the
+    driver still comes, at its poll interval)."""
+    try:
+        queue.wake_driver()
+    except RedisError as exc:
+        log.warning("could not wake the batch driver: %s", exc)
+        return False
+    return True
 
 
 def hand_out(store: Store, queue: JobQueue, match_ids: list[int]) -> bool:

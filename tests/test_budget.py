@@ -13,7 +13,7 @@ from service.app import create_app
 from service.config import Settings
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic
-from tests.worker_fixtures import start, submit, work
+from tests.worker_fixtures import assert_calls_fit, start, submit, work
 
 PRICED = "anthropic/fake-judge"
 UNPRICED = "anthropic/unpriced-judge"
@@ -22,9 +22,15 @@ PER_MTOK = 1000.0  # USD per million tokens, in and out: one call of the fake co
 
 @pytest.fixture
 def env_vars(tmp_path: Path) -> dict[str, str]:
+    """Prices for the fake judge; one call at a time, so that spend is checked call by call."""
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({PRICED: {"input": PER_MTOK, "output": PER_MTOK}}))
-    return {"JOUST_PRICES": str(prices)}
+    return {"JOUST_PRICES": str(prices), "JOUST_WORKER_MATCHES": "1", "JOUST_JUDGE_CONCURRENCY": "1"}
+
+
+def billed(fake: FakeAnthropic) -> float:
+    """What the fake's answered requests cost."""
+    return sum(r.input_tokens + r.output_tokens for r in fake.received) * PER_MTOK / 1e6
 
 
 def expected_cost(call: dict) -> float:
@@ -55,18 +61,20 @@ def test_a_judge_without_a_price_records_null_cost(db: Store, env: Settings) -> 
         assert db.get_judgement(j["judgement_id"])["cost_usd"] is None
 
 
-def test_a_budget_stops_the_run_and_cancels_the_rest(db: Store, env: Settings, fake: FakeAnthropic) -> None:
-    submit(db, questions=2)  # 6 matches at about $0.53 each
-    budget = 0.8
+def test_a_budget_stops_the_run_before_a_call_it_cannot_pay_for(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    submit(db, questions=2)  # 6 matches at about $0.53 each, a call reserving about $0.8
+    budget = 2.5
     tid = start(db, env, judge=PRICED, budget=budget)
     view = work(env, db, tid)
     assert (view["status"], view["stopped_reason"], view["budget"]) == ("cancelled", "budget", budget)
     done = view["matches_done"]
     assert 1 <= done < 6 and view["matches_cancelled"] == 6 - done and view["matches_failed"] == 0
-    assert fake.replies == 2 * done  # nothing was asked once the budget was reached
-    costs = [j["cost_usd"] for j in db.tournament_judgements(tid)]
-    assert view["spent_usd"] == pytest.approx(sum(costs))
-    assert budget <= view["spent_usd"] <= budget + max(costs)
+    assert fake.replies in (2 * done, 2 * done + 1)  # a match may have paid for one order before the stop
+    paid = assert_calls_fit(fake, budget, PER_MTOK)  # spend was reserved before every call
+    assert view["spent_usd"] == pytest.approx(paid) == pytest.approx(billed(fake))
+    # stopped because the next call's reservation did not fit, not earlier
+    largest = max(r.input_tokens for r in fake.received) + 512 + 8
+    assert budget - paid < largest * PER_MTOK / 1e6
 
 
 def test_reused_judgements_cost_a_budget_nothing(db: Store, env: Settings, fake: FakeAnthropic) -> None:

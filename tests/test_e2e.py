@@ -110,6 +110,7 @@ def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
         JOUST_SCHEDULER_INTERVAL="0.5",
         JOUST_MATCH_TIMEOUT="6",
         JOUST_RETRY_BACKOFF="0.1",
+        JOUST_BATCH_POLL="1",
         PYTHONUNBUFFERED="1",
     )
     port = free_port()
@@ -169,7 +170,7 @@ def test_joust_up_runs_the_whole_pipeline(joust: Joust, fake: FakeAnthropic) -> 
 
     # a recurring tournament: its first scheduled run comes at the next minute boundary
     status, nightly = joust.call("POST", "/api/tournaments", {"name": "nightly", "judge": "anthropic/judge-1",
-                                                              "schedule": "* * * * *"})
+                                                              "schedule": "* * * * *", "delivery": "live"})
     assert status == 202 and nightly["matches_total"] == 3 * 15
     status, created = joust.call("POST", "/api/tournaments", {"name": "first", "mode": "round_robin",
                                                               "judge": "anthropic/judge-1", "order": "both"})
@@ -260,3 +261,19 @@ def test_a_killed_worker_loses_no_judgement(joust: Joust, fake: FakeAnthropic) -
     assert len(ids) == 15 and len(set(ids)) == 15
     _, board = joust.call("GET", "/api/leaderboard?by=model")
     assert sum(row["matches"] for row in board["rows"]) == 2 * 12  # 12 cross-model pairs, counted once each
+
+
+def test_a_scheduled_run_goes_through_message_batches_at_half_price(joust: Joust, fake: FakeAnthropic) -> None:
+    """The default for a scheduled tournament of an anthropic/ judge: its calls go through the
+    Message Batches API, driven by the scheduler and the workers of `joust up`."""
+    subs = [s for s in submissions() if s["question"].startswith("Question 1")]
+    assert joust.call("POST", "/api/submissions", subs)[0] == 201
+    status, created = joust.call("POST", "/api/tournaments", {"name": "nightly", "judge": "anthropic/judge-2",
+                                                              "schedule": "0 3 * * *"})
+    assert status == 202 and created["matches_total"] == 15
+    view = joust.wait_done(created["id"])
+    assert (view["delivery"], view["status"], view["matches_done"]) == ("batch", "done", 15)
+    assert fake.requests == 0 and fake.stats()["batch_replies"] == 30  # both orders, none live
+    assert view["batches"] and all(b["status"] == "ended" for b in view["batches"])
+    _, listing = joust.call("GET", f"/api/tournaments/{created['id']}/judgements")
+    assert all(j["consistent"] and len(j["calls"]) == 2 for j in listing["judgements"])

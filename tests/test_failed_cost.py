@@ -26,8 +26,9 @@ from tests.fake_policies import (
 from tests.test_criteria_compqa import scores
 from tests.test_criteria_factsim import SUMMARIES
 from tests.test_criteria_factsim import submit as submit_summaries
-from tests.worker_fixtures import start, submit, work
-from workers.budget import Meter, MeteredJudge
+from tests.worker_fixtures import assert_calls_fit, start, submit, work
+from workers.budget import Meter
+from workers.gate import Gate, GatedJudge
 from workers.criteria.compqa_prompt import ANSWER_TAG
 from workers.providers.anthropic_judge import AnthropicJudge
 from workers.providers.offline_judge import OfflineJudge
@@ -42,7 +43,7 @@ def env_vars(tmp_path: Path) -> dict[str, str]:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({JUDGE: {"input": PER_MTOK, "output": PER_MTOK}}))
     return {"JOUST_PRICES": str(prices), "HF_HUB_OFFLINE": "1", "JOUST_RETRY_BACKOFF": "0.05",
-            "JOUST_JOB_RETRIES": "1"}
+            "JOUST_JOB_RETRIES": "1", "JOUST_WORKER_MATCHES": "1", "JOUST_JUDGE_CONCURRENCY": "1"}
 
 
 @pytest.fixture
@@ -106,16 +107,19 @@ def test_a_factsim_match_failing_after_its_extractions_charges_them(
     assert db.get_tournament(tid)["spent_usd"] == db.list_tournaments()[0]["spent_usd"] == view["spent_usd"]
 
 
-def test_the_budget_check_counts_what_a_failed_match_paid(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+def test_the_budget_counts_what_a_failed_match_paid(db: Store, env: Settings, fake: FakeAnthropic) -> None:
     fake.decide = unreadable_for("good")
-    submit(db, questions=1)  # matches (good, mid), (good, bad), (mid, bad), in that order
-    budget = 1.0  # less than the three calls the first match pays before it fails
+    submit(db, questions=1)  # matches (good, mid), (good, bad), (mid, bad), one at a time
+    budget = 7.0  # room for the three calls the first match pays before it fails, and a little more
     tid = start(db, env, judge=JUDGE, criteria="compqa", budget=budget)
     view = work(env, db, tid)
     assert (view["status"], view["stopped_reason"]) == ("cancelled", "budget")
-    assert (view["matches_failed"], view["matches_cancelled"], view["matches_done"]) == (1, 2, 0)
-    assert fake.replies == 3  # nothing was asked after the failed match spent the budget
-    assert view["spent_usd"] == pytest.approx(billed(fake)) and view["spent_usd"] > budget
+    assert view["matches_failed"] >= 1 and view["matches_done"] < 3
+    # Every call was sent only when what was paid before it (the failed match's calls included)
+    # and its own reservation fitted: a budget blind to failed matches would have sent more.
+    paid = assert_calls_fit(fake, budget, PER_MTOK)
+    assert view["spent_usd"] == pytest.approx(paid) == pytest.approx(billed(fake))
+    assert sum(cost or 0 for _, cost in failed_costs(db)) > 0
 
 
 def test_a_retried_attempt_charges_what_it_paid_before_the_provider_error(
@@ -139,11 +143,11 @@ def test_a_retried_attempt_charges_what_it_paid_before_the_provider_error(
     assert view["spent_usd"] == pytest.approx(billed(fake)) and view["spent_usd"] > 0
 
 
-def test_the_metered_judge_counts_every_reply_and_hides_nothing_else(fake: FakeAnthropic) -> None:
+def test_the_gated_judge_meters_every_reply_and_hides_nothing_else(fake: FakeAnthropic) -> None:
     fake.queue_replies(json.dumps(rubric_points(12)), verdict_json("A"))
     meter = Meter()
-    judge = MeteredJudge(AnthropicJudge("fake-judge", Settings(anthropic_base_url=fake.url, anthropic_api_key="k")),
-                         meter)
+    judge = GatedJudge(AnthropicJudge("fake-judge", Settings(anthropic_base_url=fake.url, anthropic_api_key="k")),
+                       Gate(spec=JUDGE, meter=meter, max_tokens=512))
 
     async def ask() -> None:
         await judge.complete("system", [{"role": "user", "content": "<answer>\n[mid] text\n</answer>"}])
@@ -153,7 +157,7 @@ def test_the_metered_judge_counts_every_reply_and_hides_nothing_else(fake: FakeA
     assert (meter.calls, meter.input_tokens, meter.output_tokens) == (
         2, sum(r.input_tokens for r in fake.received), sum(r.output_tokens for r in fake.received))
     assert meter.cost(JUDGE, {}) is None  # no price: no cost, never a guess
-    offline = MeteredJudge(OfflineJudge("rubric"), Meter())
+    offline = GatedJudge(OfflineJudge("rubric"), Gate(spec="offline/rubric", meter=Meter(), max_tokens=512))
     assert getattr(offline, "complete", None) is None and offline.score_compqa and offline.version
 
 

@@ -11,7 +11,8 @@ from service.store import Store
 from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
 from tests.worker_fixtures import MODELS, set_env, start, submit, work
-from workers.jobs import judge_match
+from leaderboard.types import MatchOutcome
+from workers import runtime
 
 db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here
 
@@ -105,8 +106,9 @@ def test_a_job_that_runs_twice_stores_one_judgement(db: Store, env: Settings, fa
     submit(db, questions=1)
     tid = start(db, env, models=["good", "mid"])
     (match_id,) = [m for m in range(1, 10) if _exists(db, m)]
-    assert judge_match(match_id) == "judged"
-    assert judge_match(match_id) == "skipped"  # a twin job from a re-hand-out
+    engine = runtime.engine()
+    assert engine.judge_now(match_id) is MatchOutcome.JUDGED
+    assert engine.judge_now(match_id) is MatchOutcome.SKIPPED  # a twin job from a re-hand-out
     work(env, db, tid)  # the queued job finds the match done
     assert fake.replies == 2
     assert len(db.tournament_judgements(tid)) == 1

@@ -95,7 +95,7 @@ def test_the_nightly_adaptive_run_pays_only_for_new_submissions_and_unsettled_pa
     submit(db, OLD)
     t0 = time.time()
     response = client.post("/api/tournaments", headers=AUTH, json={
-        "judge": JUDGE, "name": "nightly", "schedule": "0 3 * * *", "mode": "adaptive",
+        "judge": JUDGE, "name": "nightly", "schedule": "0 3 * * *", "mode": "adaptive", "delivery": "live",
         "round_size": 6, **target,
     })  # fmt: skip
     assert response.status_code == 202, response.text

@@ -211,7 +211,7 @@ def test_every_finished_scheduled_run_snapshots_the_board_once(
     db.add_submissions([NewSubmission(question_id="q0", question="Question 0?", model=m, scenario="default",
                                       output=f"[{m}] answer to 0") for m in MODELS[:3]])
     response = client.post("/api/tournaments", headers=AUTH,
-                           json={"judge": JUDGE, "name": "nightly", "schedule": "0 3 * * *"})
+                           json={"judge": JUDGE, "name": "nightly", "schedule": "0 3 * * *", "delivery": "live"})
     parent = int(response.json()["id"])
     one, two = schedulers(env, db)
     assert one.tick(time.time()).snapshots == []  # the first run is still being judged
@@ -234,3 +234,17 @@ def test_every_finished_scheduled_run_snapshots_the_board_once(
     assert f"History of nightly (#{parent}): rating by run (2 runs)" in page
     assert page.count("<polyline") == 4 and ">m3</text>" in page  # one line per player
     two.store.close()
+
+
+@pytest.mark.parametrize("env_vars", [{"JOUST_STOP_AFTER_FAILURES": "6"}])
+def test_an_adaptive_run_whose_judge_keeps_failing_stops_instead_of_planning_round_after_round(
+    client: TestClient, env: Settings, db: Store, fake: FakeAnthropic
+) -> None:
+    fake.api_key = "the-real-key"  # every call is a 401: no round can ever succeed
+    submit(db)
+    tid = post(client, mode="adaptive", round_size=4)
+    view, sizes = play(env, db, tid, race=False)
+    assert (view["status"], view["stopped_reason"]) == ("failed", "failing")
+    assert len(sizes) == 2 and view["rounds"] == 2  # the streak of 6 ends it in its second round
+    assert view["matches_failed"] >= 6 and fake.requests <= 2 * view["matches_total"]
+    assert [d["id"] for d in db.rounds_due()] == []  # nothing left for a planner

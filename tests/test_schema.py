@@ -143,7 +143,6 @@ UPDATE judgements SET match_id = 1;
 def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     store = upgraded(path, V4)
-    assert SCHEMA_VERSION == 5
     with sqlite3.connect(path) as conn:
         assert conn.execute("select id, failed_cost_usd from matches order by id").fetchall() == [
             (1, None), (2, None), (3, None)]  # nothing was metered before
@@ -156,3 +155,22 @@ def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
     assert again.tournament_spend(2) == 0.75 and again.tournament_spend(1) == 0.25
     again.close()
+
+
+# Version 5 as it was written: version 4 plus matches.failed_cost_usd.
+V5 = V4.replace("INSERT INTO schema_version VALUES (4);", "INSERT INTO schema_version VALUES (5);") + """
+ALTER TABLE matches ADD COLUMN failed_cost_usd FLOAT;
+"""
+
+
+def test_a_version_5_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v5.db"
+    store = upgraded(path, V5)
+    assert SCHEMA_VERSION == 6
+    with sqlite3.connect(path) as conn:
+        columns = {row[1] for row in conn.execute("pragma table_info(tournaments)")}
+    assert {"failure_streak", "retried", "delivery"} <= columns
+    assert [store.get_tournament(t)["retried"] for t in (1, 2)] == [0, 0]  # nothing was retried before
+    assert [store.get_tournament(t)["delivery"] for t in (1, 2)] == ["live", "live"]  # every run was live
+    store.close()
+    Store(f"sqlite:///{path}").close()  # opening again changes nothing

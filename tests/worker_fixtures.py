@@ -24,6 +24,7 @@ from service.queue import JobQueue
 from service.store import NewSubmission, Store
 from service.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
+from workers import runtime
 
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 
@@ -63,7 +64,7 @@ def worker_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, env_vars: dict[str, str | None],
-        worker_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
+        worker_database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
     """Point this process's worker runtime at the test's Redis, database and fake judge."""
     set_env(monkeypatch, {
         "JOUST_DATA_DIR": str(tmp_path),
@@ -73,7 +74,8 @@ def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, env_vars: dict[str,
         "ANTHROPIC_API_KEY": "test-key",
         **env_vars,
     })  # fmt: skip
-    return Settings.from_env()
+    yield Settings.from_env()
+    runtime.shutdown(drain_s=5)  # this process's worker engine, if a test started one
 
 
 @pytest.fixture
@@ -103,21 +105,47 @@ def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge",
     return launch(store, queue, "t", full).id
 
 
-def work_until(settings: Settings, done: Callable[[], bool], rounds: int = 60,
+def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 90.0,
                failure: Callable[[], str] = lambda: "the work did not finish") -> None:
-    """Run burst workers (with the scheduler, for retries) until `done()` (bounded: else fail)."""
+    """Run burst workers (with RQ's scheduler, for retries) until `done()`, for at most
+    `timeout_s` (then fail). A burst hands the queued matches to this process's engine and
+    returns; the engine judges them on its own thread, so bursts repeat while it works."""
     redis = Redis.from_url(settings.redis_url)
     queue = Queue(settings.queue_name, connection=redis)
-    for _ in range(rounds):
-        SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
-        if done():
-            return
-        time.sleep(0.1)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
+            if done():
+                return
+            time.sleep(0.05)
+    finally:
+        redis.close()
     raise AssertionError(failure())
 
 
-def work(settings: Settings, store: Store, tid: int, rounds: int = 60) -> dict:
+def work(settings: Settings, store: Store, tid: int, timeout_s: float = 90.0) -> dict:
     """Run burst workers until the tournament has no active match (bounded); its view."""
-    work_until(settings, lambda: store.get_tournament(tid)["matches_pending"] == 0, rounds,
+    work_until(settings, lambda: store.get_tournament(tid)["matches_pending"] == 0, timeout_s,
                lambda: f"tournament {tid} did not finish: {store.get_tournament(tid)}")
     return store.get_tournament(tid)
+
+
+def assert_calls_fit(fake: FakeAnthropic, budget: float, per_mtok: float, max_tokens: int = 512) -> float:
+    """Check the budget rule call by call, from what the fake answered, in order: each call was
+    sent only when what had been paid before it, plus its own reservation (its prompt's
+    estimated tokens and `max_tokens` of reply, at `per_mtok` USD per million in and out),
+    fitted under `budget`. Returns what was paid. (Sequential runs only: one call at a time.)"""
+    from workers.budget import Meter
+    from workers.gate import Gate
+
+    gate = Gate(spec="x/y", meter=Meter(), max_tokens=max_tokens)
+    paid = 0.0
+    for call in fake.received:
+        if call.status != 200:
+            continue
+        reservation = gate.estimate(call.system, call.messages) * per_mtok / 1e6
+        assert paid + reservation <= budget + 1e-9, (paid, reservation, budget)
+        paid += (call.input_tokens + call.output_tokens) * per_mtok / 1e6
+    assert paid <= budget
+    return paid

@@ -104,7 +104,7 @@ async def ask_analysis(complete: Send, question: str, a: str, b: str) -> Answer[
 
 def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
     """The job: analyse one tied judgement and keep the answer on it; returns what happened."""
-    rt = runtime.current()
+    rt = runtime.engine()
     try:
         judgement, a, b = rt.store.judgement_pair(judgement_id)
     except NotFound:
@@ -116,7 +116,7 @@ def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
     spec = judgement["judge"]
     stamp = {"judge": spec, "version": ANALYSIS_VERSION}
     try:
-        complete = getattr(rt.judge(spec), "complete", None)
+        complete = getattr(rt.gated(spec), "complete", None)
         if complete is None:
             raise PermanentJudgeError(f"the judge {spec!r} cannot answer a free-form question")
         answer = rt.run(ask_analysis(complete, a.question, a.output, b.output))
@@ -136,7 +136,7 @@ def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
 
 def _retry_later(judgement_id: int, attempt: int, exc: TransientJudgeError, stamp: dict) -> str:
     """Ask again after a provider error, or record the error when out of attempts."""
-    rt = runtime.current()
+    rt = runtime.engine()
     error = f"{type(exc).__name__}: {exc}"
     if attempt > rt.settings.job_retries or rt.redis is None:
         rt.store.set_analysis(judgement_id, {**stamp, "error": f"gave up after {attempt} attempts: {error}",

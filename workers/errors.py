@@ -3,7 +3,8 @@
     JudgeError                  anything a judge call can raise on purpose
     ├── TransientJudgeError     worth retrying later: rate limited (429), overloaded (529), 5xx,
     │                           timeouts, connection errors. `retry_after` (seconds, capped) is
-    │                           the provider's hint when it gave one, else None.
+    │                           the provider's hint when it gave one, else None; `status` the
+    │                           HTTP status when there was one.
     ├── PermanentJudgeError     retrying cannot help: bad credentials, bad request, unknown model
     │                           or provider, a missing SDK.
     └── VerdictParseError       the judge answered, but neither its reply nor its reply to the
@@ -21,14 +22,16 @@ class JudgeError(Exception):
 
 
 class TransientJudgeError(JudgeError):
-    """The provider could not answer now; retry the match later (after `retry_after` if set)."""
+    """The provider could not answer now; retry the match later (after `retry_after` if set).
+    `status` is the HTTP status when there was one: 429 and 529 slow every worker down."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (str(self), self.retry_after))
+        return (type(self), (str(self), self.retry_after, self.status))
 
 
 class PermanentJudgeError(JudgeError):

@@ -9,6 +9,7 @@ The service never imports this module: it checks only the "provider/model" shape
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 
 from service.config import Settings
@@ -92,12 +93,17 @@ class JudgePool:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._judges: dict[str, Judge] = {}
+        self._building = threading.Lock()
 
     def get(self, spec: str) -> Judge:
-        """The judge for `spec`, built once; raises like `build_judge`."""
+        """The judge for `spec`, built once even when asked from several threads at once (the
+        engine builds judges off its loop); raises like `build_judge`."""
         judge = self._judges.get(spec)
         if judge is None:
-            judge = self._judges[spec] = build_judge(spec, self.settings)
+            with self._building:
+                judge = self._judges.get(spec)
+                if judge is None:
+                    judge = self._judges[spec] = build_judge(spec, self.settings)
         return judge
 
     def __len__(self) -> int:

@@ -16,14 +16,14 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
 from leaderboard.pricing import price_of
-from leaderboard.types import Level
+from leaderboard.types import Delivery, Level
 from service import rounds, tournaments
-from service.api_models import DryRunOut, ErrorOut, TournamentCreated, TournamentIn
+from service.api_models import DryRunOut, ErrorOut, TournamentCreated, TournamentIn, TournamentRetried
 from service.auth import require_api_key
 from service.config import Settings
 from service.cron import next_due
 from service.queue import JobQueue
-from service.store import Store
+from service.store import RetryRefused, Store
 
 from .common import ApiError, get_queue, get_settings, get_store, json_body, validate
 
@@ -50,8 +50,28 @@ def build_spec(request: TournamentIn, settings: Settings) -> dict:
         "opponents": request.opponents,
         "seed": seed,
         "budget": request.budget,
+        "rpm": request.rpm,
+        "tpm": request.tpm,
+        "delivery": delivery_of(request, settings),
         **_round_options(request),
     }
+
+
+def delivery_of(request: TournamentIn, settings: Settings) -> str:
+    """The run's delivery: as asked, else batch for a scheduled run of an Anthropic judge (half
+    the price, for exactly the non-urgent work a nightly run is), else live."""
+    if request.delivery is not None:
+        return request.delivery
+    judge = request.judge or settings.judge
+    return Delivery.BATCH.value if request.schedule and judge.startswith("anthropic/") else Delivery.LIVE.value
+
+
+def check_delivery(spec: dict) -> None:
+    """422 when batch delivery is asked of a judge whose provider has no batch API here."""
+    if spec["delivery"] == Delivery.BATCH.value and not spec["judge"].startswith("anthropic/"):
+        message = (f"batch delivery needs an anthropic/ judge (Anthropic's Message Batches API); "
+                   f"{spec['judge']!r} is judged live")
+        raise ApiError(422, f"delivery: {message}", details=[{"path": "delivery", "message": message}])
 
 
 def _round_options(request: TournamentIn) -> dict:
@@ -116,6 +136,7 @@ def create_tournament(
     spec = build_spec(request, settings)
     check_budget(spec, settings)
     check_criteria(spec)
+    check_delivery(spec)
     check_anchors(spec, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
@@ -153,6 +174,29 @@ def get_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store
 def cancel_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
     """Cancel the matches not yet judged and stop the schedule; judgements made stay."""
     return store.cancel_tournament(tournament_id)
+
+
+@router.post(
+    "/{tournament_id}/retry",
+    status_code=202,
+    responses={**_READ_ERRORS, 401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+    dependencies=[Depends(require_api_key)],
+)
+def retry_tournament(
+    tournament_id: int,
+    store: Annotated[Store, Depends(get_store)],
+    queue: Annotated[JobQueue, Depends(get_queue)],
+) -> TournamentRetried:
+    """Hand a finished run's failed matches out again (and those its "failing" stop cancelled,
+    once the judge is fixed); 409 while it runs or when nothing failed. Its status then counts
+    them in `retried`."""
+    try:
+        ids = store.retry_failed(tournament_id)
+    except RetryRefused as exc:
+        raise ApiError(409, str(exc)) from exc
+    if store.get_tournament(tournament_id)["delivery"] == Delivery.LIVE.value:
+        tournaments.hand_out(store, queue, ids)  # a batch run's driver takes pending matches itself
+    return TournamentRetried(id=tournament_id, status="running", retried=len(ids))
 
 
 @router.get("/{tournament_id}/judgements", responses=_READ_ERRORS)

@@ -5,11 +5,25 @@ writers take turns on both backends: on SQLite, write transactions begin IMMEDIA
 API, the workers and the scheduler (three processes on one file) queue for the write lock instead
 of failing half-way; on PostgreSQL, each first takes one advisory lock (see `base`).
 
-Exceptions: `Conflict` (same key, different content: the API answers 409) and `NotFound`.
+Exceptions: `Conflict` (same key, different content: the API answers 409), `NotFound` and
+`RetryRefused` (a run still active or with nothing failed: 409).
 """
 from __future__ import annotations
 
-from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound
+from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, RetryRefused
+from .batches import (
+    BatchCounts,
+    Batches,
+    BatchResult,
+    BatchRow,
+    BatchStatus,
+    NeededRequest,
+    OpenedBatch,
+    Outgoing,
+    RequestStatus,
+    Settled,
+    StoredRequest,
+)
 from .health import Health
 from .imports import Imports
 from .judgements import Judgements
@@ -20,8 +34,10 @@ from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
 
-__all__ = ["ACTIVE", "Conflict", "MatchContext", "NewJudgement", "NewSubmission", "NotFound", "Store"]
+__all__ = ["ACTIVE", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Conflict", "MatchContext", "NeededRequest",
+           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
+           "Settled", "Store", "StoredRequest"]
 
 
-class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health, Rounds):
-    """Submissions, tournaments, matches, judgements and scores, in SQLite or PostgreSQL."""
+class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health, Rounds, Batches):
+    """Submissions, tournaments, matches, judgements, scores and batch requests, in SQLite or PostgreSQL."""

@@ -36,6 +36,10 @@ class NotFound(Exception):
     """An id names nothing."""
 
 
+class RetryRefused(Exception):
+    """A run cannot be retried now: it is still active, or nothing in it failed."""
+
+
 @dataclass(frozen=True)
 class NewSubmission:
     """A validated submission as the API received it."""

@@ -96,11 +96,15 @@ class Matches(Database):
                 raise
             return int(found["id"]), False
 
-    def resolve_match(self, match_id: int, judgement_id: int, outcome: Winner, consistent: bool) -> bool:
+    def resolve_match(
+        self, match_id: int, judgement_id: int, outcome: Winner, consistent: bool, *, made: bool = False
+    ) -> bool:
         """Mark a match done with its judgement; False when it was already finished.
 
         The match gets the next `seq` (the order ratings replay) and is `counted` unless an
-        earlier match already counted this judgement for the same two submissions.
+        earlier match already counted this judgement for the same two submissions. `made`: this
+        match's own calls made the judgement (the judge answers), which ends its run's streak of
+        failed matches.
         """
         m = s.matches
         now = self._clock()
@@ -130,6 +134,10 @@ class Matches(Database):
                     counted=earlier is None,
                 )
             )
+            if made:
+                t = s.tournaments
+                tid = select(m.c.tournament_id).where(m.c.id == match_id).scalar_subquery()
+                conn.execute(update(t).where(t.c.id == tid, t.c.failure_streak != 0).values(failure_streak=0))
             self._settle_tournament(conn, match_id, now)
         return True
 
@@ -138,10 +146,17 @@ class Matches(Database):
         with self._read() as conn:
             return int(conn.execute(select(s.counters.c.value).where(s.counters.c.name == "resolved")).scalar_one())
 
-    def fail_match(self, match_id: int, error: str, *, final: bool) -> None:
+    def fail_match(self, match_id: int, error: str, *, final: bool, stop_after: int = 0) -> bool:
         """Record an error: `final` marks the match failed, otherwise it waits to be retried
-        (the caller hands it to the queue again and records the new job with mark_queued)."""
-        m = s.matches
+        (the caller hands it to the queue again and records the new job with mark_queued).
+
+        A final failure lengthens its run's streak of failed matches; when the streak reaches
+        `stop_after` (0: never) the run stops itself: status "failed", `stopped_reason`
+        "failing", its other active matches cancelled, so a judge that keeps failing (a revoked
+        key, a model that no longer exists) is not asked for every match, round after round.
+        True when this failure stopped the run.
+        """
+        m, t = s.matches, s.tournaments
         now = self._clock()
         with self._write() as conn:
             values: dict[str, Any] = {"last_error": error[:2000]}
@@ -149,8 +164,18 @@ class Matches(Database):
                 values.update(status="failed", finished_at=now)
             else:
                 values.update(status="queued", enqueued_at=now)
-            conn.execute(update(m).where(m.c.id == match_id, m.c.status.in_(ACTIVE)).values(**values))
+            changed = conn.execute(
+                update(m).where(m.c.id == match_id, m.c.status.in_(ACTIVE)).values(**values)
+            ).rowcount
+            stopped = False
+            if final and changed:
+                tid = conn.execute(select(m.c.tournament_id).where(m.c.id == match_id)).scalar_one()
+                conn.execute(update(t).where(t.c.id == tid).values(failure_streak=t.c.failure_streak + 1))
+                streak = conn.execute(select(t.c.failure_streak).where(t.c.id == tid)).scalar_one()
+                if stop_after and streak >= stop_after:
+                    stopped = _stop_failing(conn, tid, now)
             self._settle_tournament(conn, match_id, now)
+        return stopped
 
     def charge_match(self, match_id: int, cost_usd: float) -> None:
         """Add to what the match's attempts paid for calls no stored judgement records
@@ -174,6 +199,11 @@ class Matches(Database):
         if found is None or json.loads(found.spec).get("mode") == "adaptive":
             return
         tid = found.tournament_id
+        still = conn.execute(
+            select(m.c.id).where(m.c.tournament_id == tid, m.c.status.in_(ACTIVE)).limit(1)
+        ).first()
+        if still is not None:  # the common case, answered from the index without counting the run
+            return
         counts = dict(
             conn.execute(select(m.c.status, func.count()).where(m.c.tournament_id == tid).group_by(m.c.status)).all()
         )
@@ -185,6 +215,26 @@ class Matches(Database):
             .where(t.c.id == tid, t.c.status.in_(("queued", "running")))
             .values(status=status, finished_at=now)
         )
+
+
+STOPPED_FAILING = "failing"
+
+
+def _stop_failing(conn: Connection, tournament_id: int, now: float) -> bool:
+    """Stop a run whose judge keeps failing (see `Matches.fail_match`); False if it had ended."""
+    t, m = s.tournaments, s.matches
+    stopped = conn.execute(
+        update(t)
+        .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
+        .values(status="failed", finished_at=now, stopped_reason=STOPPED_FAILING)
+    ).rowcount
+    if stopped:
+        conn.execute(
+            update(m)
+            .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
+            .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {STOPPED_FAILING}")
+        )
+    return bool(stopped)
 
 
 def _judgement_view(row: Any) -> dict:

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 
@@ -68,6 +68,14 @@ tournaments = Table(
     # Adaptive tournaments: how many rounds were planned; a planner claims the next round by
     # moving it with a compare-and-set, so two schedulers never plan one round twice.
     Column("rounds", Integer, nullable=False, default=0, server_default="0"),
+    # Matches that ended failed in a row, with no judgement made between them: the run stops
+    # itself ("failing") when this reaches the worker's limit, rather than failing every match.
+    Column("failure_streak", Integer, nullable=False, default=0, server_default="0"),
+    # Matches handed out again by POST /api/tournaments/{id}/retry, over all its retries.
+    Column("retried", Integer, nullable=False, default=0, server_default="0"),
+    # How its calls reach the provider: "live" (RQ jobs, the workers' engines) or "batch" (the
+    # provider's batch API, driven by workers.batches); also in the spec, here to filter on.
+    Column("delivery", String(8), nullable=False, default="live", server_default="live"),
 )
 Index("ix_tournaments_next_run", tournaments.c.next_run_at)
 
@@ -167,6 +175,72 @@ scores = Table(
 )
 Index("ix_scores_judge", scores.c.judge, scores.c.criteria)
 
+# Message Batches (workers.batches). A request is stored once under its custom_id, a hash of its
+# content, so two runs asking the same judgement (twins) share it and it is paid once; its
+# status goes pending -> submitted -> succeeded | errored | expired | canceled. New tables: made
+# by create_all on any database, no version bump.
+batch_requests = Table(
+    "batch_requests",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("custom_id", String(64), nullable=False, unique=True),
+    Column("judge", String(255), nullable=False),
+    Column("model", String(255), nullable=False),
+    Column("params", Text, nullable=False),  # the Messages API params, JSON, as submitted
+    Column("size", Integer, nullable=False),  # bytes of the request in a create call
+    Column("status", String(16), nullable=False),
+    Column("batch_id", Integer, ForeignKey("batches.id")),  # the batch it is in (or last was)
+    Column("attempts", Integer, nullable=False, default=0),  # times submitted
+    Column("text", Text),
+    Column("input_tokens", Integer),
+    Column("output_tokens", Integer),
+    Column("error", Text),
+    # errored for good (invalid_request_error...): asking again would get the same answer
+    Column("permanent", Boolean, nullable=False, default=False),
+    # The run whose budget reserved its estimated cost (workers.budget), settled at its result.
+    Column("tournament_id", Integer),
+    Column("reserved_usd", Float),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+Index("ix_batch_requests_status", batch_requests.c.status, batch_requests.c.model)
+Index("ix_batch_requests_batch", batch_requests.c.batch_id, batch_requests.c.status)
+
+# One provider batch: "creating" is written before the create call (with its request count and
+# time), so a driver that died before storing the provider's id can adopt the batch afterwards.
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("provider_id", String(128), unique=True),
+    Column("model", String(255), nullable=False),
+    Column("status", String(16), nullable=False),  # creating, in_progress, canceling, ended, abandoned
+    Column("request_count", Integer, nullable=False),
+    Column("counts", Text, nullable=False, default="{}"),  # the provider's request_counts, JSON
+    Column("created_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("error", Text),
+)
+Index("ix_batches_status", batches.c.status)
+
+# Every request each batch held (a request re-submitted is in several).
+batch_members = Table(
+    "batch_members",
+    metadata,
+    Column("batch_id", Integer, ForeignKey("batches.id"), primary_key=True),
+    Column("custom_id", String(64), primary_key=True),
+)
+Index("ix_batch_members_request", batch_members.c.custom_id)
+
+# The requests a match of a batch run asked for: it is replayed once none is pending or submitted.
+match_waits = Table(
+    "match_waits",
+    metadata,
+    Column("match_id", Integer, ForeignKey("matches.id"), primary_key=True),
+    Column("custom_id", String(64), primary_key=True),
+)
+Index("ix_match_waits_request", match_waits.c.custom_id)
+
 
 def migrate(conn: Connection) -> None:
     """Create the schema when absent, upgrade an older one in place, refuse a newer one."""
@@ -186,6 +260,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_3_to_4(conn)
     if version is not None and version < 5:
         _upgrade_4_to_5(conn)
+    if version is not None and version < 6:
+        _upgrade_5_to_6(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -241,3 +317,11 @@ def _upgrade_4_to_5(conn: Connection) -> None:
     """Add matches.failed_cost_usd (what failed attempts paid); NULL for the matches already
     there, whose failed attempts were never metered."""
     conn.execute(text("ALTER TABLE matches ADD COLUMN failed_cost_usd FLOAT"))
+
+
+def _upgrade_5_to_6(conn: Connection) -> None:
+    """Add tournaments.failure_streak (a failing judge stops its run), tournaments.retried and
+    tournaments.delivery (every run before was live)."""
+    conn.execute(text("ALTER TABLE tournaments ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE tournaments ADD COLUMN retried INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE tournaments ADD COLUMN delivery VARCHAR(8) NOT NULL DEFAULT 'live'"))

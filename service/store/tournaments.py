@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 from leaderboard.types import Pair
 
 from . import schema as s
-from .base import ACTIVE, Database, NotFound
+from .base import ACTIVE, Database, NotFound, RetryRefused
+from .batches import batch_progress
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
 
@@ -54,6 +55,7 @@ class Tournaments(Database):
                         parent_id=parent_id,
                         rounds=rounds,
                         stopped_reason=None if pairs else stopped_reason,
+                        delivery=spec.get("delivery") or "live",
                     )
                 ).inserted_primary_key[0]
             )
@@ -69,7 +71,8 @@ class Tournaments(Database):
         return tid
 
     def get_tournament(self, tournament_id: int) -> dict:
-        """A tournament with its match counts; raises NotFound."""
+        """A tournament with its match counts (and, for batch delivery, its batches and
+        requests); raises NotFound."""
         t, m = s.tournaments, s.matches
         with self._read() as conn:
             row = conn.execute(select(t).where(t.c.id == tournament_id)).first()
@@ -84,7 +87,8 @@ class Tournaments(Database):
                 select(t.c.id).where(t.c.parent_id == tournament_id).order_by(t.c.id)
             ).scalars().all()
             spent = _spend(conn, [tournament_id]).get(tournament_id, 0.0)
-        return _tournament_view(row, counts, list(runs), spent)
+            batches = batch_progress(conn, tournament_id)
+        return _tournament_view(row, counts, list(runs), spent, batches)
 
     def list_tournaments(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
         """Tournaments, newest first, with their counts."""
@@ -140,6 +144,54 @@ class Tournaments(Database):
                     .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {reason}")
                 )
         return bool(stopped)
+
+    def retry_failed(self, tournament_id: int) -> list[int]:
+        """Hand a finished run's failed matches (and those its own "failing" stop cancelled) out
+        again: they become pending with fresh attempts, the run is running again and counts them
+        in `retried`. The matches to enqueue; raises NotFound, or RetryRefused when the run is
+        still active or has nothing to retry."""
+        t, m = s.tournaments, s.matches
+        now = self._clock()
+        with self._write() as conn:
+            row = conn.execute(select(t.c.status, t.c.stopped_reason).where(t.c.id == tournament_id)).first()
+            if row is None:
+                raise NotFound(f"no tournament {tournament_id}")
+            if row.status in ("queued", "running"):
+                raise RetryRefused(f"tournament {tournament_id} is still {row.status}: retry it once it has finished")
+            again = m.c.status == "failed"
+            if row.stopped_reason == "failing":
+                again = or_(again, and_(m.c.status == "cancelled", m.c.last_error == "tournament stopped: failing"))
+            ids = list(conn.execute(
+                select(m.c.id).where(m.c.tournament_id == tournament_id, again).order_by(m.c.id)
+            ).scalars())
+            if not ids:
+                raise RetryRefused(f"tournament {tournament_id} has no failed match to retry")
+            for start in range(0, len(ids), CHUNK):
+                conn.execute(
+                    update(m)
+                    .where(m.c.id.in_(ids[start:start + CHUNK]))
+                    .values(status="pending", attempts=0, enqueued_at=now, started_at=None, finished_at=None,
+                            job_id=None)
+                )
+            conn.execute(
+                update(t)
+                .where(t.c.id == tournament_id)
+                .values(status="running", finished_at=None, stopped_reason=None, failure_streak=0,
+                        retried=t.c.retried + len(ids))
+            )
+        return ids
+
+    def active_matches(self, match_ids: Sequence[int]) -> list[int]:
+        """Those of `match_ids` still to be judged (pending, queued or running)."""
+        m = s.matches
+        wanted = sorted(set(match_ids))
+        found: list[int] = []
+        with self._read() as conn:
+            for start in range(0, len(wanted), CHUNK):
+                found.extend(conn.execute(
+                    select(m.c.id).where(m.c.id.in_(wanted[start:start + CHUNK]), m.c.status.in_(ACTIVE))
+                ).scalars())
+        return sorted(found)
 
     def tournament_spend(self, tournament_id: int) -> float:
         """USD spent by this run: the cost of the judgements its matches made and of its failed
@@ -215,16 +267,18 @@ class Tournaments(Database):
         Redis restarted without its files); the scheduler checks each one's job and hands it out
         again. Judgements are keyed, so a match judged twice is still stored once.
         """
-        m = s.matches
+        m, t = s.matches, s.tournaments
         stamp = case((m.c.status == "running", m.c.started_at), else_=m.c.enqueued_at)
         with self._read() as conn:
             rows = conn.execute(
                 select(m.c.id, m.c.status, m.c.job_id)
+                .join(t, t.c.id == m.c.tournament_id)
                 .where(
+                    t.c.delivery == "live",  # a batch run's matches wait on the provider's batches
                     or_(
                         and_(m.c.status.in_(("queued", "running")), stamp < now - timeout_s),
                         and_(m.c.status == "pending", m.c.enqueued_at < now - pending_grace_s),
-                    )
+                    ),
                 )
                 .order_by(m.c.id)
             ).all()
@@ -253,7 +307,8 @@ def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
     return spend
 
 
-def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float) -> dict:
+def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float,
+                     batches: dict | None = None) -> dict:
     spec = json.loads(row.spec)
     view = {
         "id": row.id,
@@ -271,6 +326,8 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, s
         "budget": spec.get("budget"),
         "spent_usd": spent,
         "stopped_reason": row.stopped_reason,
+        "retried": row.retried,
+        "delivery": row.delivery,
         "rounds": row.rounds,
         "created_at": row.created_at,
         "started_at": row.started_at,
@@ -281,4 +338,6 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, s
     }
     if runs is not None:
         view["runs"] = runs
+    if batches is not None:  # the provider's batches holding its requests, and those requests by state
+        view.update(batches)
     return view

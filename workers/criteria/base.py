@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, AsyncContextManager, NamedTuple, Protocol
 
 from leaderboard.types import Call, OrderPolicy, Outcome
 from service.store import MatchContext
@@ -28,16 +28,23 @@ class Judged(NamedTuple):
 
 
 class ScoreBook(Protocol):
-    """Where absolute scores live, one per (submission, judge, criteria); the store is one.
+    """Where absolute scores live, one per (submission, judge, criteria): the store, reached
+    off the event loop (`workers.match.OffLoopScores`), so a database write never stalls the
+    other matches in flight.
 
     `find_score` → {"total", "detail"} or None. `keep_score` stores a score unless one of the
     same `detail["template_version"]` is there already, and returns the one kept (first writer
     wins, so workers racing on one submission all use the same score) with `created`.
     """
 
-    def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None: ...
+    async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None: ...
 
-    def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict: ...
+    def exclusive(self, key: str) -> AsyncContextManager[None]:
+        """Held around work that matches in flight share and must pay for once (a submission's
+        score, a source's facts): the others wait, then find it in the book."""
+        ...
+
+    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict: ...
 
 
 class CriteriaSet(Protocol):

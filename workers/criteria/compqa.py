@@ -109,11 +109,13 @@ async def judge(
     scorer, version = scorer_of(judge, spec)
 
     async def side(sub: Submission) -> ScoreCall:
-        stored = scores.find_score(sub.id, spec, CRITERIA)
-        if stored is not None and stored["detail"].get("template_version") == version:
-            return _call(sub.id, stored, reused=True)
-        reply = await scorer(sub.question, sub.output)
-        kept = scores.keep_score(sub.id, spec, CRITERIA, reply.total, score_detail(reply, version))
+        # Matches in flight that share this submission wait for one score, then reuse it.
+        async with scores.exclusive(f"score:{CRITERIA}:{spec}:{version}:{sub.id}"):
+            stored = await scores.find_score(sub.id, spec, CRITERIA)
+            if stored is not None and stored["detail"].get("template_version") == version:
+                return _call(sub.id, stored, reused=True)
+            reply = await scorer(sub.question, sub.output)
+            kept = await scores.keep_score(sub.id, spec, CRITERIA, reply.total, score_detail(reply, version))
         # Another worker may have kept its score first: use that one, but count what we paid.
         return _call(sub.id, kept, reused=not kept.get("created", True), paid=reply)
 

@@ -191,34 +191,36 @@ async def judge(
     sources = match_sources(ctx)
     version = score_version(sources)
     sides = (ctx.a, ctx.b)
-    stored = {sub.id: scores.find_score(sub.id, spec, CRITERIA) for sub in sides}
-    kept = {i: s for i, s in stored.items() if s is not None and s["detail"].get("template_version") == version}
-    todo = [sub for sub in sides if sub.id not in kept]
-    source_calls: list[SourceCall] = []
-    paid: dict[int, Extracted] = {}
-    if todo:
-        send, enc = _extractor(judge, spec), _encoder()
-        await asyncio.to_thread(_load, enc)  # fail before paying for any extraction
-        known = _known_source_facts(s for s in stored.values() if s is not None)
-        missing = _missing(sources, known)
-        new_sources, summaries = await gather_settled(
-            gather_settled(*(extract_facts(send, text) for _, text in missing)),
-            gather_settled(*(extract_facts(send, sub.output) for sub in todo)),
-        )
-        for (i, text), ex in zip(missing, new_sources):
-            known[content_hash(text)] = ex.facts
-            source_calls.append(SourceCall(i, content_hash(text), ex))
-        source_facts = [known[content_hash(text)] for text in sources]
-        if not any(source_facts):
-            raise PermanentJudgeError(
-                f"the judge found no fact in the sources of submissions {ctx.a.id} and {ctx.b.id}: "
-                "FactSim has nothing to cover"
+    # Matches in flight over the same sources wait for one extraction of them, then reuse it.
+    async with scores.exclusive(f"facts:{CRITERIA}:{spec}:{version}"):
+        stored = {sub.id: await scores.find_score(sub.id, spec, CRITERIA) for sub in sides}
+        kept = {i: s for i, s in stored.items() if s is not None and s["detail"].get("template_version") == version}
+        todo = [sub for sub in sides if sub.id not in kept]
+        source_calls: list[SourceCall] = []
+        paid: dict[int, Extracted] = {}
+        if todo:
+            send, enc = _extractor(judge, spec), _encoder()
+            await asyncio.to_thread(_load, enc)  # fail before paying for any extraction
+            known = _known_source_facts(s for s in stored.values() if s is not None)
+            missing = _missing(sources, known)
+            new_sources, summaries = await gather_settled(
+                gather_settled(*(extract_facts(send, text) for _, text in missing)),
+                gather_settled(*(extract_facts(send, sub.output) for sub in todo)),
             )
-        results = await asyncio.to_thread(score_summaries, enc, source_facts, [ex.facts for ex in summaries])
-        for sub, ex, (score, matches) in zip(todo, summaries, results):
-            detail = _detail(version, sources, source_facts, ex, score, matches)
-            kept[sub.id] = scores.keep_score(sub.id, spec, CRITERIA, score.factsim, detail)
-            paid[sub.id] = ex
+            for (i, text), ex in zip(missing, new_sources):
+                known[content_hash(text)] = ex.facts
+                source_calls.append(SourceCall(i, content_hash(text), ex))
+            source_facts = [known[content_hash(text)] for text in sources]
+            if not any(source_facts):
+                raise PermanentJudgeError(
+                    f"the judge found no fact in the sources of submissions {ctx.a.id} and {ctx.b.id}: "
+                    "FactSim has nothing to cover"
+                )
+            results = await asyncio.to_thread(score_summaries, enc, source_facts, [ex.facts for ex in summaries])
+            for sub, ex, (score, matches) in zip(todo, summaries, results):
+                detail = _detail(version, sources, source_facts, ex, score, matches)
+                kept[sub.id] = await scores.keep_score(sub.id, spec, CRITERIA, score.factsim, detail)
+                paid[sub.id] = ex
     a, b = (_call(sub.id, kept[sub.id], paid.get(sub.id)) for sub in sides)
     outcome = Outcome(winner=winner_of(a.score, b.score), consistent=True)
     return Judged([*source_calls, a, b], outcome, {"scores": {ctx.a.id: a.score, ctx.b.id: b.score}})

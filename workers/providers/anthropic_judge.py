@@ -2,7 +2,9 @@
 
 (Named `anthropic_judge` so it can never shadow the SDK's own `anthropic` package.)
 
-The SDK retries at most once by itself, and only for short waits: a middleware turns a
+The SDK retries at most `Settings.sdk_max_retries` times by itself (once by default; never in a
+worker, whose `workers.gate` retries through the shared rate limit so that every 429 slows all
+workers down), and only for short waits: a middleware turns a
 retryable reply whose `retry-after` exceeds `SDK_WAIT_MAX_S` into `TransientJudgeError` at once,
 because the SDK would otherwise sleep for whatever the server asks, holding a worker slot.
 joust backs off itself, using `retry_after` (capped at `RETRY_AFTER_CAP_S`).
@@ -35,7 +37,7 @@ async def _no_long_sdk_waits(request: Any, call_next: Any) -> Any:
         wait = retry_after_from(response.headers)
         if wait is not None and wait > SDK_WAIT_MAX_S:
             await response.http_response.aclose()
-            raise TransientJudgeError(f"anthropic: HTTP {status}, retry after {wait:g}s", wait)
+            raise TransientJudgeError(f"anthropic: HTTP {status}, retry after {wait:g}s", wait, status)
     return response
 
 
@@ -51,7 +53,7 @@ class AnthropicJudge(ChatJudge):
         model: str,
         settings: Settings,
         *,
-        max_retries: int = 1,
+        max_retries: int | None = None,
         temperature: float | None = None,
     ) -> None:
         try:
@@ -60,7 +62,8 @@ class AnthropicJudge(ChatJudge):
             raise PermanentJudgeError("the anthropic SDK is not installed") from exc
         if not model:
             raise PermanentJudgeError("anthropic judge needs a model name")
-        super().__init__(model, settings, anthropic, max_retries=max_retries)
+        retries = settings.sdk_max_retries if max_retries is None else max_retries
+        super().__init__(model, settings, anthropic, max_retries=retries)
         self._extra_body = {} if temperature is None else {"temperature": temperature}
 
     def __repr__(self) -> str:

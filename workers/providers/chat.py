@@ -108,7 +108,7 @@ class ChatJudge:
             # Our own httpx client, not the SDK's default wrapper: that one closes itself from
             # `__del__` on whatever loop is running then, which fails after a loop change.
             self._client = self._new_client()
-            self._limit = asyncio.Semaphore(max(1, self._settings.judge_concurrency))
+            self._limit = asyncio.Semaphore(self._settings.limits(f"{self.provider}/{self.model}").concurrency)
             self._loop = loop
         return self._client, self._limit
 
@@ -131,7 +131,7 @@ class ChatJudge:
         if isinstance(exc, sdk.APIStatusError):
             detail = self._status_detail(exc)
             if is_transient_status(exc.status_code):
-                return TransientJudgeError(detail, retry_after_from(exc.response.headers))
+                return TransientJudgeError(detail, retry_after_from(exc.response.headers), exc.status_code)
             return PermanentJudgeError(detail)
         if isinstance(exc, sdk.APITimeoutError):
             return TransientJudgeError(f"{self.provider}: timed out after {self._settings.judge_timeout_s:g}s")

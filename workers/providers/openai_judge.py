@@ -54,7 +54,7 @@ class OpenAIJudge(ChatJudge):
         model: str,
         settings: Settings,
         *,
-        max_retries: int = 1,
+        max_retries: int | None = None,
         temperature: float | None = None,
     ) -> None:
         try:
@@ -63,7 +63,8 @@ class OpenAIJudge(ChatJudge):
             raise PermanentJudgeError("the openai SDK is not installed: pip install 'joust[openai]'") from exc
         if not model:
             raise PermanentJudgeError("openai judge needs a model name")
-        super().__init__(model, settings, openai, max_retries=max_retries)
+        retries = settings.sdk_max_retries if max_retries is None else max_retries
+        super().__init__(model, settings, openai, max_retries=retries)
         self.spec = f"openai/{model}"
         self.endpoint = settings.endpoint(self.spec)
         self._temperature = temperature

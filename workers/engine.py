@@ -1,0 +1,302 @@
+"""A worker process's engine: dozens of matches in flight on one event loop, fed by RQ.
+
+RQ stays the queue. `joust worker` runs RQ's `SimpleWorker` (jobs run in its own process, so the
+engine and its clients live across jobs). A job (`workers.jobs.judge_match`) does not judge its
+match: it leases it (`workers.leases`) and hands it to this engine, waiting only while the engine
+already holds `Settings.matches_in_flight` matches, then returns, and RQ takes the next job while
+the earlier matches still wait on the judge. So one process keeps as many calls in flight as the
+provider's limit allows (`workers.gate`), not one match at a time.
+
+Why this rather than jobs that carry a chunk of matches: a chunk ends with its slowest match, so
+the process idles at every chunk's tail; and a lost chunk loses many matches at once. Here each
+match is its own job, its own lease and its own retry, and the engine refills a free slot the
+moment one frees.
+
+The engine's loop runs on a thread of its own; the store (SQLAlchemy, blocking) is called on a
+small thread pool, Redis through its asyncio client, so neither stalls the matches in flight. A
+heartbeat renews every lease and claim of the process; a reaper hands out again the matches whose
+lease expired (their worker died). On shutdown the engine stops taking matches, waits
+`drain_timeout_s` for those in flight, then gives the rest back (their leases expire at once, so
+the next reaper hands them out).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import random
+import threading
+from collections import Counter
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from redis import Redis
+from redis.asyncio import BlockingConnectionPool
+from redis.asyncio import Redis as AsyncRedis
+from rq import Queue
+
+from leaderboard.types import MatchOutcome
+from service.config import Settings
+from service.store import Store
+
+from .budget import Meter, SpendBook
+from .gate import Gate, GatedJudge
+from .judge import Judge
+from .leases import Leases
+from .match import Deps, judge_one
+from .ratelimit import Limits, SharedRateLimit
+from .registry import JudgePool
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+JUDGE_MATCH = "workers.jobs.judge_match"
+IO_THREADS = 8
+REDIS_CONNECTIONS = 48
+
+
+class Engine:
+    """One per worker process: build it with the process's settings, `admit` matches from jobs,
+    `close` it on the way out."""
+
+    def __init__(self, settings: Settings, *, rng: random.Random | None = None) -> None:
+        # The gate retries each call through the shared rate limit: the SDKs must not retry alone.
+        self.settings = settings.with_(sdk_max_retries=0)
+        self.store = Store(settings.resolved_database_url)
+        self.redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+        self.queue = Queue(settings.queue_name, connection=self.redis) if self.redis is not None else None
+        self.outcomes: Counter[MatchOutcome] = Counter()
+        self._rng = rng or random.Random()
+        self._executor = concurrent.futures.ThreadPoolExecutor(IO_THREADS, thread_name_prefix="joust-io")
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="joust-engine", daemon=True)
+        self._thread.start()
+        self._running: dict[int, asyncio.Task[MatchOutcome]] = {}
+        self._closing = False
+        self.deps: Deps = self.run(self._build())
+
+    # ---- the loop's side ---------------------------------------------------------------------
+
+    async def _build(self) -> Deps:
+        aredis = lease_redis = None
+        if self.settings.redis_url:
+            # A bounded pool that makes a caller wait for a connection rather than fail: every
+            # call in flight touches Redis (rate limit, budget) and the default pool raises past 100.
+            pool = BlockingConnectionPool.from_url(self.settings.redis_url, max_connections=REDIS_CONNECTIONS,
+                                                   timeout=60)
+            aredis = AsyncRedis(connection_pool=pool)
+            # The leases and claims get connections of their own: a renewal must never queue
+            # behind the calls in flight, or a busy worker would let its claims lapse.
+            lease_redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(
+                self.settings.redis_url, max_connections=8, timeout=60))
+        self._slots = asyncio.Semaphore(self.settings.matches_in_flight)
+        deps = Deps(
+            settings=self.settings,
+            store=self.store,
+            io=self.io,
+            judges=JudgePool(self.settings),
+            requeue=self.requeue if self.queue is not None else None,
+            leases=Leases(lease_redis, self.settings.lease_ttl_s) if lease_redis is not None else None,
+            limiter=SharedRateLimit(aredis) if aredis is not None else None,
+            spend=SpendBook(aredis, self.store, self.io) if aredis is not None else None,
+            redis=aredis,
+            rng=self._rng,
+        )
+        loop = asyncio.get_running_loop()
+        self._beating = [loop.create_task(self._heartbeat(deps)), loop.create_task(self._reaper(deps))] \
+            if deps.leases else []
+        return deps
+
+    async def io(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking call on the engine's thread pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    async def requeue(self, match_id: int, delay_s: float, why: str) -> None:
+        """Put a match back on the queue in `delay_s` seconds (RQ's scheduler moves it there)."""
+        await self.io(self._enqueue, [match_id], delay_s, why)
+
+    def _enqueue(self, match_ids: list[int], delay_s: float, why: str) -> None:
+        assert self.queue is not None
+        jobs: dict[int, str] = {}
+        timeout = int(max(1, self.settings.match_timeout_s / 2))
+        for match_id in match_ids:
+            description = f"judge match {match_id} ({why})"
+            if delay_s > 0:
+                job = self.queue.enqueue_in(timedelta(seconds=delay_s), JUDGE_MATCH, match_id,
+                                            job_timeout=timeout, description=description)
+            else:
+                job = self.queue.enqueue(JUDGE_MATCH, match_id, job_timeout=timeout, description=description)
+            jobs[match_id] = job.id
+        self.store.mark_queued(jobs)
+
+    async def _heartbeat(self, deps: Deps) -> None:
+        """Renew this process's leases and claims, three times per ttl. Nothing else runs in
+        this task (Redis only, on connections of its own), so no store call can delay it."""
+        assert deps.leases is not None
+        every = self.settings.lease_ttl_s / 3
+        while True:
+            try:
+                lost_matches, lost_claims = await deps.leases.renew()
+                if lost_matches or lost_claims:
+                    log.warning("heartbeat late: lost leases %s and claims %d", sorted(lost_matches), len(lost_claims))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep beating through a Redis hiccup
+                log.exception("heartbeat failed")
+            await asyncio.sleep(every)
+
+    async def _reaper(self, deps: Deps) -> None:
+        """Hand out again, every half ttl, the matches whose worker died."""
+        while True:
+            try:
+                await self._reap(deps)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep reaping through a Redis or database hiccup
+                log.exception("reaping lost matches failed")
+            await asyncio.sleep(self.settings.lease_ttl_s / 2)
+
+    async def _reap(self, deps: Deps) -> list[int]:
+        """Hand out again the matches whose lease expired (in any process)."""
+        assert deps.leases is not None
+        expired = await deps.leases.reap()
+        if not expired:
+            return []
+        active = await self.io(self.store.active_matches, expired)
+        if active and self.queue is not None:
+            await self.io(self._enqueue, active, 0.0, "its worker stopped")
+            log.warning("handed out again %d matches whose worker stopped: %s", len(active), active[:20])
+        return active
+
+    async def _admit(self, match_id: int, wait_s: float) -> str:
+        deps = self.deps
+        if self._closing:
+            await self.requeue(match_id, 0.0, "its worker is stopping")
+            return "requeued"
+        if match_id in self._running:  # handed out again while still being judged here
+            return MatchOutcome.SKIPPED.value
+        if deps.leases is not None:
+            await deps.leases.hold(match_id)
+        try:
+            await asyncio.wait_for(self._slots.acquire(), wait_s)
+        except asyncio.TimeoutError:  # this process is busy: let another take it
+            if deps.leases is not None:
+                await deps.leases.drop(match_id)
+            await self.requeue(match_id, 0.0, "its worker was busy")
+            return "requeued"
+        self._running[match_id] = asyncio.get_running_loop().create_task(self._judge(match_id))
+        return "admitted"
+
+    async def _judge(self, match_id: int) -> MatchOutcome:
+        deps = self.deps
+        abandoned = False
+        try:
+            outcome = await judge_one(deps, match_id)
+            self.outcomes[outcome] += 1
+            return outcome
+        except asyncio.CancelledError:
+            abandoned = True
+            self.outcomes[MatchOutcome.ABANDONED] += 1
+            raise
+        except Exception:
+            # A database or Redis fault, or a bug: nothing was decided. Let the lease expire at
+            # once, so a reaper hands the match out again.
+            log.exception("match %d: judging it failed", match_id)
+            abandoned = True
+            self.outcomes[MatchOutcome.ABANDONED] += 1
+            return MatchOutcome.ABANDONED
+        finally:
+            self._running.pop(match_id, None)
+            self._slots.release()
+            if deps.leases is not None:
+                if abandoned:
+                    await deps.leases.abandon([match_id])
+                else:
+                    await deps.leases.drop(match_id)
+
+    async def _drain(self, timeout_s: float) -> list[int]:
+        self._closing = True
+        tasks = list(self._running.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)
+        left = {match_id: task for match_id, task in self._running.items() if not task.done()}
+        for task in left.values():
+            task.cancel()
+        if left:
+            await asyncio.wait(list(left.values()), timeout=5)
+        return sorted(left)
+
+    async def _shutdown(self) -> None:
+        for task in self._beating:
+            task.cancel()
+        await asyncio.gather(*self._beating, return_exceptions=True)
+        await self.deps.judges.aclose()
+        if self.deps.redis is not None:
+            await self.deps.redis.aclose()
+        if self.deps.leases is not None:
+            await self.deps.leases.redis.aclose()
+
+    # ---- the caller's side (RQ's main thread, tests) -------------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run a coroutine on the engine's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def admit(self, match_id: int) -> str:
+        """Lease a match and hand it to the loop; waits while the engine is full, at most about
+        a quarter of `match_timeout_s` (then the match goes back on the queue for another
+        worker). "admitted", "requeued", or "skipped" when it is in flight here already."""
+        return self.run(self._admit(match_id, max(1.0, self.settings.match_timeout_s / 4)))
+
+    def judge_now(self, match_id: int) -> MatchOutcome:
+        """Judge one match to its end and say what happened (tests; the naive benchmark)."""
+
+        async def one() -> MatchOutcome:
+            leases = self.deps.leases
+            if leases is not None:
+                await leases.hold(match_id)
+            try:
+                return await judge_one(self.deps, match_id)
+            finally:
+                if leases is not None:
+                    await leases.drop(match_id)
+
+        return self.run(one())
+
+    def in_flight(self) -> int:
+        """Matches being judged in this process now."""
+        return len(self._running)
+
+    def gated(self, spec: str, meter: Meter | None = None) -> Judge:
+        """Judge `spec` behind the process's slot and the shared rate limit, for calls that
+        belong to no match (the tie analysis)."""
+        limits = self.settings.limits(spec)
+        gate = Gate(spec=spec, meter=meter or Meter(), max_tokens=self.settings.judge_max_tokens,
+                    slot=self.deps.slot(spec, limits.concurrency), limiter=self.deps.limiter,
+                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng)
+        return GatedJudge(self.deps.judges.get(spec), gate)  # type: ignore[return-value]
+
+    def drain(self, timeout_s: float | None = None) -> list[int]:
+        """Stop taking matches; wait for those in flight, give back what is left (its ids)."""
+        wait = self.settings.drain_timeout_s if timeout_s is None else timeout_s
+        left = self.run(self._drain(wait))
+        if left:
+            log.warning("gave back %d matches still in flight: %s", len(left), left[:20])
+        return left
+
+    def close(self, drain_s: float | None = None) -> None:
+        """Drain, then release the clients, the store, Redis and the loop's thread."""
+        if self._thread.is_alive():
+            try:
+                self.drain(drain_s)
+                self.run(self._shutdown(), timeout=30)
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self._thread.join(timeout=30)
+        self._executor.shutdown(wait=True)
+        self.store.close()
+        if self.redis is not None:
+            self.redis.close()
+        if not self.loop.is_running():
+            self.loop.close()

@@ -1,0 +1,176 @@
+"""Every call a match makes passes one gate: a slot, the shared rate limit, the run's budget.
+
+A worker process has dozens of matches in flight, each making a few calls. Before a call goes
+out it waits, in this order, for:
+
+1. a slot of the judge's concurrency in this process (`JOUST_JUDGE_CONCURRENCY`, or the judge's
+   own `concurrency` in `JOUST_JUDGE_ENDPOINTS`): at most that many calls in flight per judge;
+2. the shared rate limit (`workers.ratelimit`): requests and tokens per minute across every
+   worker, paused together after a 429/529;
+3. a reservation of its largest cost under the run's budget (`workers.budget.SpendBook`).
+
+A call the provider could not answer (429, 529, 5xx, a timeout) is sent again, through the gate
+again, up to `CALL_ATTEMPTS` times: after a 429 or 529 every worker waits out the shared
+cooldown; after anything else this call waits a jittered backoff. The SDK's own retries are off
+in workers, so that every 429 is seen here. Past that, the match goes back on the queue.
+
+Right before sending, the match's claim on its judgement is confirmed (and extended) in Redis
+(`workers.leases`): if it lapsed while this process was stalled, another worker may hold it
+now, so nothing is sent: that worker pays, this one steps back.
+
+The reply's tokens settle the rate limit and the budget, and are added to the match's `Meter`.
+A 429 or 529 also slows every worker down (`SharedRateLimit.penalize`).
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from leaderboard.pricing import Price, cost_usd, estimate_tokens
+
+from .backoff import retry_delay
+from .budget import BudgetExceeded, Meter, SpendBook
+from .errors import TransientJudgeError, VerdictParseError
+from .judge import Completion, Judge, JudgeReply, Message, compare_with_reminder
+from .ratelimit import Limits, SharedRateLimit
+
+RATE_LIMITED = frozenset({429, 529})
+CALL_ATTEMPTS = 3  # sends of one call before its match goes back on the queue
+CALL_RETRY_BASE_S = 1.0  # the first wait after a 5xx or a timeout, doubled each time, jittered
+CALL_RETRY_MAX_WAIT_S = 20.0  # a longer retry-after sends the match back on the queue instead
+
+
+class ClaimLost(Exception):
+    """The match's claim on its judgement lapsed, so another worker may be paying for it now."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The run a call is charged to and what it may spend; the price of its judge."""
+
+    tournament_id: int
+    usd: float
+    price_table: Mapping[str, Price]
+    discount: float = 1.0  # 0.5 through the batch API
+
+
+@dataclass
+class Gate:
+    """What a match's calls wait for and report to (see the module docstring)."""
+
+    spec: str
+    meter: Meter
+    max_tokens: int
+    slot: asyncio.Semaphore | None = None
+    limiter: SharedRateLimit | None = None
+    limits: Limits = Limits()
+    spend: SpendBook | None = None
+    budget: Budget | None = None
+    still_ours: Callable[[], Awaitable[bool]] | None = None
+    rng: random.Random = field(default_factory=random.Random)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def estimate(self, system: str, messages: list[Message]) -> int:
+        """The call's largest size in tokens: its prompt's estimate in, `max_tokens` out."""
+        return estimate_tokens(system) + sum(estimate_tokens(m["content"]) for m in messages) + self.max_tokens
+
+    async def call(self, send: Callable[[str, list[Message]], Any], system: str, messages: list[Message]) -> Completion:
+        """Send one call through the gate, again after a short wait when the provider could not
+        answer (at most `CALL_ATTEMPTS` sends, each through the gate again: a 429 or 529 makes
+        the next send wait out the shared cooldown); raises what the judge raises at the end,
+        `BudgetExceeded` or `ClaimLost` (nothing sent then)."""
+        for attempt in range(1, CALL_ATTEMPTS + 1):
+            try:
+                if self.slot is None:
+                    return await self._through(send, system, messages)
+                async with self.slot:
+                    return await self._through(send, system, messages)
+            except TransientJudgeError as exc:
+                wait = exc.retry_after
+                if attempt == CALL_ATTEMPTS or (wait is not None and wait > CALL_RETRY_MAX_WAIT_S):
+                    raise  # the match goes back on the queue, with a longer backoff
+                if exc.status not in RATE_LIMITED or self.limiter is None:  # else the cooldown waits
+                    await self.sleep(retry_delay(attempt, CALL_RETRY_BASE_S, wait, self.rng))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _through(
+        self, send: Callable[[str, list[Message]], Any], system: str, messages: list[Message]
+    ) -> Completion:
+        tokens = self.estimate(system, messages)
+        ticket = await self.limiter.acquire(self.spec, self.limits, tokens) if self.limiter is not None else None
+        if self.still_ours is not None and not await self.still_ours():  # asked last, right before sending
+            if ticket is not None:
+                await self.limiter.settle(ticket, 0)  # type: ignore[union-attr]
+            raise ClaimLost(f"the claim on this judgement of {self.spec} lapsed: another worker may be judging it")
+        reserved = await self._reserve(tokens - self.max_tokens)
+        used, paid = 0, 0.0
+        try:
+            completion = await send(system, messages)
+            used = completion.input_tokens + completion.output_tokens
+            paid = self._cost(completion.input_tokens, completion.output_tokens) or 0.0
+            self.meter.add(completion.input_tokens, completion.output_tokens)
+            return completion
+        except TransientJudgeError as exc:
+            if self.limiter is not None and exc.status in RATE_LIMITED:
+                await self.limiter.penalize(self.spec, exc.retry_after, self.limits)
+            raise
+        finally:
+            if ticket is not None:
+                await self.limiter.settle(ticket, used)  # type: ignore[union-attr]
+            if reserved is not None and self.spend is not None and self.budget is not None:
+                await self.spend.settle(self.budget.tournament_id, reserved, paid)
+
+    def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        if self.budget is None:
+            return None
+        cost = cost_usd(self.spec, input_tokens, output_tokens, self.budget.price_table)
+        return None if cost is None else cost * self.budget.discount
+
+    async def _reserve(self, input_tokens: int) -> float | None:
+        """Reserve the call's largest cost under the run's budget; None when no budget applies."""
+        if self.budget is None or self.spend is None:
+            return None
+        cost = self._cost(input_tokens, self.max_tokens)
+        if cost is None:
+            return None
+        if not await self.spend.reserve(self.budget.tournament_id, self.budget.usd, cost):
+            raise BudgetExceeded(f"the run's budget of ${self.budget.usd:g} cannot take another call")
+        return cost
+
+
+class GatedJudge:
+    """`judge` as one match uses it: each free-form call (`complete`, which the pairwise verdict
+    and every criteria set are built on) goes through the match's `Gate`. A judge without a
+    free-form call (the offline judge) makes no provider call: its verdicts pass through, metered.
+    Everything else (`score_compqa`, `version`, `offline`, the absence of `complete`) is the
+    judge's own."""
+
+    def __init__(self, judge: Judge, gate: Gate) -> None:
+        self._judge = judge
+        self.gate = gate
+
+    async def compare(self, question: str, first: str, second: str) -> JudgeReply:
+        if getattr(self._judge, "complete", None) is not None:
+            return await compare_with_reminder(self.complete, question, first, second)  # type: ignore[attr-defined]
+        try:
+            reply = await self._judge.compare(question, first, second)
+        except VerdictParseError as exc:
+            self.gate.meter.add(exc.input_tokens, exc.output_tokens)
+            raise
+        self.gate.meter.add(reply.input_tokens, reply.output_tokens)
+        return reply
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_judge":
+            raise AttributeError(name)
+        found = getattr(self._judge, name)
+        if name != "complete":
+            return found
+
+        async def complete(system: str, messages: list[Message]) -> Completion:
+            return await self.gate.call(found, system, messages)
+
+        return complete

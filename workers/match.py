@@ -1,0 +1,268 @@
+"""One match, judged: the coroutine a worker process runs dozens of at once.
+
+`judge_one(deps, match_id)` loads the match, answers it from a stored judgement when one exists
+(free), or claims its judgement key (`workers.leases`), asks the judge through the match's gate
+(`workers.gate`: a slot, the shared rate limit, the budget), stores the judgement once under its
+key and resolves the match. Its dependencies are handed in (`Deps`), not rebuilt from the
+environment, and every store call runs off the event loop (`Deps.io`), so a blocking database
+write never stalls the other matches waiting on the judge.
+
+A match may be judged twice (a dead worker's match handed out again) or alongside a twin (the same
+pair in another tournament): the judgement is stored once under its content key and a match is
+resolved once, so nothing is lost or duplicated; the claim keeps a twin from paying again. A
+provider error puts the match back on the queue with a jittered backoff (honouring retry-after) up
+to `job_retries` times, then records it as failed with the reason; an unreadable verdict or a
+permanent error fails it at once, never as a tie. A run whose matches keep failing stops itself
+(`Store.fail_match(stop_after=...)`).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, AsyncContextManager
+
+from redis.asyncio import Redis
+
+from leaderboard.consistency import match_seed
+from leaderboard.keys import content_hash, judgement_key, orient
+from leaderboard.pricing import priced_calls
+from leaderboard.templates import template_version
+from leaderboard.types import Delivery, MatchOutcome, OrderPolicy, Winner
+from service.config import Settings
+from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
+
+from .backoff import retry_delay
+from .budget import BUDGET, BudgetExceeded, Meter, SpendBook, charge_unrecorded, stop_for, stop_if_over_budget
+from .criteria import Judged, criteria_set
+from .errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
+from .gate import Budget, ClaimLost, Gate, GatedJudge
+from .leases import Leases
+from .pairwise import calls_as_json
+from .ratelimit import Limits, SharedRateLimit
+from .registry import JudgePool
+
+log = logging.getLogger(__name__)
+
+TWIN_WAIT_S = 2.0
+BATCH_DISCOUNT = 0.5  # Anthropic's Message Batches cost half the live price
+
+Offload = Callable[..., Awaitable[Any]]
+Requeue = Callable[[int, float, str], Awaitable[None]]
+
+
+@dataclass
+class Deps:
+    """What judging a match needs, built once per worker process and handed to every match.
+
+    `io(fn, *args)` runs a blocking call (the store, RQ) on a thread; `requeue(match_id, delay_s,
+    why)` puts a match back on the queue; `redis` is the asyncio client the leases, the rate
+    limit and the spend book share; `rng` draws the retry jitter.
+    """
+
+    settings: Settings
+    store: Store
+    io: Offload
+    judges: JudgePool
+    requeue: Requeue | None = None
+    leases: Leases | None = None
+    limiter: SharedRateLimit | None = None
+    spend: SpendBook | None = None
+    redis: Redis | None = None
+    rng: random.Random = field(default_factory=random.Random)
+    slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+
+    def slot(self, spec: str, concurrency: int) -> asyncio.Semaphore:
+        """The process's limit of calls in flight to judge `spec`."""
+        found = self.slots.get(spec)
+        if found is None:
+            found = self.slots[spec] = asyncio.Semaphore(concurrency)
+        return found
+
+
+@dataclass(frozen=True)
+class OffLoopScores:
+    """The store's score book, each call on a thread (see `workers.criteria.base.ScoreBook`);
+    `exclusive` through the process's claims (in Redis), or a lock of this process alone."""
+
+    store: Store
+    io: Offload
+    leases: Leases | None = None
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def exclusive(self, key: str) -> AsyncContextManager[None]:
+        if self.leases is not None:
+            return self.leases.exclusive(key)
+        return self.locks.setdefault(key, asyncio.Lock())
+
+    async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None:
+        return await self.io(self.store.find_score, submission_id, judge, criteria)
+
+    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict:
+        return await self.io(self.store.keep_score, submission_id, judge, criteria, total, detail)
+
+
+def key_of(ctx: MatchContext) -> tuple[str, str, str]:
+    """The match's judgement key, its criteria set and that set's prompt version."""
+    criteria = ctx.spec.get("criteria", "overall")
+    version = template_version(criteria)
+    key = judgement_key(ctx.spec["judge"], version, criteria, ctx.a.question, ctx.a.output, ctx.b.output)
+    return key, criteria, version
+
+
+async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
+    """Judge one match (or reuse its judgement) and record the result; what happened."""
+    try:
+        ctx = await deps.io(deps.store.match_context, match_id)
+    except NotFound:
+        return MatchOutcome.MISSING
+    if ctx.status not in ACTIVE:
+        return MatchOutcome.SKIPPED
+    key, criteria, version = key_of(ctx)
+    if await resolve_from_store(deps, ctx, key):
+        return MatchOutcome.CACHED
+    if await stop_if_over_budget(deps.store, deps.io, deps.spend, deps.settings.price_table(), ctx):
+        return MatchOutcome.STOPPED
+    if deps.leases is not None and not await deps.leases.claim(key):
+        return await wait_for_twin(deps, ctx)
+    try:
+        if await resolve_from_store(deps, ctx, key):  # a twin stored it between our look and our claim
+            return MatchOutcome.CACHED
+        return await _judge_and_record(deps, ctx, key, criteria, version)
+    finally:
+        if deps.leases is not None:
+            await deps.leases.release(key)
+
+
+async def resolve_from_store(deps: Deps, ctx: MatchContext, key: str) -> bool:
+    """Resolve the match from a judgement already stored under its key, if there is one."""
+    cached = await deps.io(deps.store.find_judgement, key)
+    if cached is None:
+        return False
+    winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
+    await deps.io(deps.store.resolve_match, ctx.match_id, cached["id"], winner, cached["consistent"])
+    return True
+
+
+def gate_for(deps: Deps, ctx: MatchContext, key: str, meter: Meter) -> Gate:
+    """The gate every call of this match passes (see `workers.gate`)."""
+    spec, settings = ctx.spec, deps.settings
+    judge = spec["judge"]
+    limits = settings.limits(judge, rpm=spec.get("rpm"), tpm=spec.get("tpm"))
+    budget = None
+    if spec.get("budget") is not None:
+        discount = BATCH_DISCOUNT if spec.get("delivery") == Delivery.BATCH.value else 1.0
+        budget = Budget(ctx.tournament_id, float(spec["budget"]), settings.price_table(), discount)
+    leases = deps.leases
+    return Gate(
+        spec=judge,
+        meter=meter,
+        max_tokens=settings.judge_max_tokens,
+        slot=deps.slot(judge, limits.concurrency),
+        limiter=deps.limiter,
+        limits=Limits(rpm=limits.rpm, tpm=limits.tpm),
+        spend=deps.spend,
+        budget=budget,
+        still_ours=(lambda: leases.confirm(key)) if leases is not None else None,
+        rng=deps.rng,
+    )
+
+
+async def _judge_and_record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version: str) -> MatchOutcome:
+    """Ask the judge (the content is ours to judge now) and store the judgement and the result."""
+    store, io, settings = deps.store, deps.io, deps.settings
+    match_id, spec = ctx.match_id, ctx.spec
+    if not await io(store.start_match, match_id):
+        return MatchOutcome.SKIPPED
+    meter = Meter()
+    table = settings.price_table()
+    try:
+        try:
+            # Built off the loop: the first use imports the SDK, which would stall the heartbeat.
+            judge = GatedJudge(await io(deps.judges.get, spec["judge"]), gate_for(deps, ctx, key, meter))
+            judged = await criteria_set(criteria)(
+                judge, ctx, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)),
+                scores=OffLoopScores(store, io, deps.leases),
+            )
+        except BaseException:
+            await charge_unrecorded(store, io, table, ctx, meter)  # paid for, and no judgement will say so
+            raise
+    except TransientJudgeError as exc:
+        return await retry_later(deps, ctx, exc)
+    except ClaimLost as exc:
+        log.warning("match %d: %s", match_id, exc)
+        await io(store.fail_match, match_id, f"ClaimLost: {exc}", final=False)
+        return await wait_for_twin(deps, ctx)
+    except BudgetExceeded:
+        await stop_for(store, io, ctx, BUDGET)
+        return MatchOutcome.STOPPED
+    except (PermanentJudgeError, VerdictParseError, ValueError) as exc:
+        await fail(deps, ctx, f"{type(exc).__name__}: {exc}")
+        return MatchOutcome.FAILED
+    await record(deps, ctx, key, criteria, version, judged, meter)
+    return MatchOutcome.JUDGED
+
+
+async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version: str, judged: Judged, meter: Meter,
+                 *, discount: float = 1.0) -> None:
+    """Store the judgement once under its key, priced (times `discount` for batch delivery),
+    and resolve the match with it; a twin's judgement stored first wins, and what this attempt
+    paid is then charged to the match."""
+    store, io, spec = deps.store, deps.io, ctx.spec
+    table = deps.settings.price_table()
+    priced, cost = priced_calls(calls_as_json(judged.calls), spec["judge"], table, discount)
+    judgement_id, created = await io(store.save_judgement, NewJudgement(
+        key=key,
+        judge=spec["judge"],
+        criteria=criteria,
+        template_version=version,
+        a_id=ctx.a.id,
+        b_id=ctx.b.id,
+        a_hash=content_hash(ctx.a.output),
+        outcome=judged.outcome.winner,
+        consistent=judged.outcome.consistent,
+        calls=priced,
+        input_tokens=sum(c.input_tokens for c in judged.calls),
+        output_tokens=sum(c.output_tokens for c in judged.calls),
+        cost_usd=cost,
+        match_id=ctx.match_id,
+    ))
+    if not created:  # a twin (its claim had lapsed) stored the pair first: ours is not kept
+        await charge_unrecorded(store, io, table, ctx, meter, discount)
+    await io(store.resolve_match, ctx.match_id, judgement_id, judged.outcome.winner, judged.outcome.consistent,
+             made=created)
+
+
+async def fail(deps: Deps, ctx: MatchContext, error: str) -> None:
+    """Record the match as failed; its run stops itself after too many failures in a row."""
+    stopped = await deps.io(deps.store.fail_match, ctx.match_id, error, final=True,
+                            stop_after=deps.settings.stop_after_failures)
+    if stopped:
+        log.warning("tournament %d stopped: %d matches failed in a row, the last with %s",
+                    ctx.tournament_id, deps.settings.stop_after_failures, error)
+
+
+async def wait_for_twin(deps: Deps, ctx: MatchContext) -> MatchOutcome:
+    """Another worker is judging the same content: look again shortly, when its judgement is
+    stored and this match resolves from it for free (no attempt is spent)."""
+    if deps.requeue is None:  # no queue to come back through: judge it here after all
+        raise RuntimeError("a twin holds the claim and there is no queue to wait on")
+    await deps.requeue(ctx.match_id, TWIN_WAIT_S, "after its twin")
+    return MatchOutcome.WAITING
+
+
+async def retry_later(deps: Deps, ctx: MatchContext, exc: TransientJudgeError) -> MatchOutcome:
+    """Put a match back on the queue after a provider error, or fail it when out of attempts."""
+    settings = deps.settings
+    attempt = ctx.attempts + 1  # start_match counted this one
+    error = f"{type(exc).__name__}: {exc}"
+    if attempt > settings.job_retries or deps.requeue is None:
+        await fail(deps, ctx, f"gave up after {attempt} attempts: {error}")
+        return MatchOutcome.FAILED
+    delay = retry_delay(attempt, settings.retry_backoff_s, exc.retry_after, deps.rng)
+    await deps.io(deps.store.fail_match, ctx.match_id, error, final=False)
+    await deps.requeue(ctx.match_id, delay, f"retry {attempt}")
+    log.info("match %d: %s; retrying in %.1fs", ctx.match_id, error, delay)
+    return MatchOutcome.RETRYING
