@@ -73,6 +73,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from service.queue import JobQueue
+from service.processes import stop_groups
 from service.redis_server import RedisServer, die_with_parent
 from service.store import NewSubmission, Store
 from service.tournaments import launch
@@ -193,16 +194,7 @@ class Workers:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM each worker's group (RQ finishes its job, the engine drains), then SIGKILL."""
-        alive = [p for p in self.procs if p.poll() is None]
-        for proc in alive:
-            _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for proc in alive:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=15)
+        stop_groups(self.procs, timeout_s)
         for proc in self.procs:  # the forked scheduler, if its worker left it behind
             _signal_group(proc, signal.SIGKILL)
         self.procs.clear()

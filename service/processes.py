@@ -105,16 +105,22 @@ class Supervisor:
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM every child (workers finish their job), then SIGKILL what is left."""
         self.stopping.set()
-        alive = [c.proc for c in self.children if c.proc is not None and c.proc.poll() is None]
-        for proc in alive:
-            _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        for proc in alive:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
+        stop_groups([c.proc for c in self.children if c.proc is not None], timeout_s)
+
+
+def stop_groups(procs: list[subprocess.Popen], timeout_s: float) -> None:
+    """SIGTERM each process's group (each runs in its own session: a worker and RQ's scheduler
+    beside it), wait up to `timeout_s` in all, then SIGKILL the groups still running."""
+    alive = [p for p in procs if p.poll() is None]
+    for proc in alive:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for proc in alive:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

@@ -18,8 +18,9 @@ from sqlalchemy import create_engine, func, select, text
 from leaderboard.types import MatchOutcome
 from service.app import create_app
 from service.config import Settings
-from service.store import NewSubmission, Store
+from service.store import Store
 from service.store.base import WRITE_LOCK
+from tests import worker_fixtures
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.worker_fixtures import start, work, work_until
 from workers import runtime
@@ -37,13 +38,7 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 def submit_field(store: Store, questions: int) -> int:
-    """Every model answers every question; the number of round-robin matches."""
-    store.add_submissions([
-        NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
-                      output=f"[{m}] answer to {q}")
-        for q in range(questions) for m in MODELS
-    ])
-    return questions * len(MODELS) * (len(MODELS) - 1) // 2
+    return worker_fixtures.submit_field(store, MODELS, questions)
 
 
 @pytest.mark.parametrize("env_vars", [{"JOUST_JUDGE_CONCURRENCY": "12"}])

@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import text
 
 from service.config import Settings
-from service.store import NewSubmission, Store
+from service.store import Store
+from tests import worker_fixtures
 from tests.fake_anthropic import FakeAnthropic, Received, prefer
 from tests.worker_fixtures import start, work
 
@@ -30,13 +31,7 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 def submit_field(store: Store, questions: int) -> int:
-    """Every model answers every question; the number of round-robin matches."""
-    store.add_submissions([
-        NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
-                      output=f"[{m}] answer to {q}")
-        for q in range(questions) for m in MODELS
-    ])
-    return questions * len(MODELS) * (len(MODELS) - 1) // 2
+    return worker_fixtures.submit_field(store, MODELS, questions)
 
 
 def prompt_of(record: Received) -> tuple[str, str]:

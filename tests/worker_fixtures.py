@@ -98,6 +98,17 @@ def submit(store: Store, questions: int = 2) -> None:
     )
 
 
+def submit_field(store: Store, models: list[str], questions: int) -> int:
+    """Every model answers every question (outputs carry a `[model]` marker for the fake's
+    `prefer` policy); returns the number of round-robin matches."""
+    store.add_submissions([
+        NewSubmission(question_id=f"q{q}", question=f"Question {q}?", model=m, scenario="default",
+                      output=f"[{m}] answer to {q}")
+        for q in range(questions) for m in models
+    ])
+    return questions * len(models) * (len(models) - 1) // 2
+
+
 def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge", **spec: object) -> int:
     """Launch a tournament (round robin, both orders, overall unless `spec` says otherwise); its id."""
     queue = JobQueue(Redis.from_url(settings.redis_url), settings.queue_name, 60)

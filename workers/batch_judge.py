@@ -35,13 +35,13 @@ from typing import Any, AsyncContextManager
 from leaderboard.consistency import match_seed
 from leaderboard.pricing import cost_usd, estimate_tokens
 from leaderboard.types import MatchOutcome, OrderPolicy
-from service.store import ACTIVE, MatchContext, NeededRequest, NotFound, RequestStatus, StoredRequest
+from service.store import MatchContext, NeededRequest, RequestStatus, StoredRequest
 
-from .budget import BUDGET, Meter, charge_unrecorded, stop_for, stop_if_over_budget
+from .budget import BUDGET, Meter, charge_unrecorded, stop_for
 from .criteria import criteria_set
 from .errors import PermanentJudgeError, VerdictParseError
 from .judge import Completion, Judge, JudgeReply, Message, compare_with_reminder
-from .match import BATCH_DISCOUNT, Deps, OffLoopScores, fail, key_of, record, resolve_from_store
+from .match import BATCH_DISCOUNT, Deps, OffLoopScores, fail, open_match, record
 from .registry import parse_judge_spec
 
 Lookup = Callable[[str], Awaitable[StoredRequest | None]]
@@ -137,18 +137,11 @@ class KeptScores:
 async def replay(deps: Deps, match_id: int) -> MatchOutcome:
     """Run one match of a batch run as far as the stored results allow (module docstring)."""
     store, io = deps.store, deps.io
-    try:
-        ctx = await io(store.match_context, match_id)
-    except NotFound:
-        return MatchOutcome.MISSING
-    if ctx.status not in ACTIVE:
-        return MatchOutcome.SKIPPED
-    key, criteria, version = key_of(ctx)
-    if await resolve_from_store(deps, ctx, key):
-        return MatchOutcome.CACHED
+    opened = await open_match(deps, match_id)
+    if isinstance(opened, MatchOutcome):
+        return opened
+    ctx, key, criteria, version = opened.ctx, opened.key, opened.criteria, opened.version
     table = deps.settings.price_table()
-    if await stop_if_over_budget(store, io, deps.spend, table, ctx):
-        return MatchOutcome.STOPPED
     meter = Meter()
     scores = KeptScores(OffLoopScores(store, io, deps.leases))
     judge: BatchJudge | None = None

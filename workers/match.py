@@ -112,8 +112,19 @@ def key_of(ctx: MatchContext) -> tuple[str, str, str]:
     return key, criteria, version
 
 
-async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
-    """Judge one match (or reuse its judgement) and record the result; what happened."""
+@dataclass(frozen=True)
+class Opened:
+    """A match that needs its judge: its context, judgement key, criteria set and prompt version."""
+
+    ctx: MatchContext
+    key: str
+    criteria: str
+    version: str
+
+
+async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
+    """Load a match and settle it without the judge where possible: gone, already finished,
+    answered by a stored judgement (free), or stopped by its run's budget; else it is Opened."""
     try:
         ctx = await deps.io(deps.store.match_context, match_id)
     except NotFound:
@@ -125,6 +136,15 @@ async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
         return MatchOutcome.CACHED
     if await stop_if_over_budget(deps.store, deps.io, deps.spend, deps.settings.price_table(), ctx):
         return MatchOutcome.STOPPED
+    return Opened(ctx, key, criteria, version)
+
+
+async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
+    """Judge one match (or reuse its judgement) and record the result; what happened."""
+    opened = await open_match(deps, match_id)
+    if isinstance(opened, MatchOutcome):
+        return opened
+    ctx, key, criteria, version = opened.ctx, opened.key, opened.criteria, opened.version
     if deps.leases is not None and not await deps.leases.claim(key):
         return await wait_for_twin(deps, ctx)
     try:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from leaderboard.types import Submission, Winner
@@ -152,3 +152,21 @@ class Database:
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 yield conn
+
+
+def stop_run(conn: Connection, tournament_id: int, now: float, status: str, reason: str) -> bool:
+    """End a queued or running run early with `status` and `stopped_reason`, cancelling its
+    active matches (their `last_error` says why); judgements made stay. False if it had ended."""
+    t, m = s.tournaments, s.matches
+    stopped = conn.execute(
+        update(t)
+        .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
+        .values(status=status, finished_at=now, stopped_reason=reason)
+    ).rowcount
+    if stopped:
+        conn.execute(
+            update(m)
+            .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
+            .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {reason}")
+        )
+    return bool(stopped)

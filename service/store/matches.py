@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from leaderboard.types import Winner
 
 from . import schema as s
-from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, submission_of
+from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, stop_run, submission_of
 
 
 class Matches(Database):
@@ -173,7 +173,7 @@ class Matches(Database):
                 conn.execute(update(t).where(t.c.id == tid).values(failure_streak=t.c.failure_streak + 1))
                 streak = conn.execute(select(t.c.failure_streak).where(t.c.id == tid)).scalar_one()
                 if stop_after and streak >= stop_after:
-                    stopped = _stop_failing(conn, tid, now)
+                    stopped = stop_run(conn, tid, now, "failed", STOPPED_FAILING)
             self._settle_tournament(conn, match_id, now)
         return stopped
 
@@ -218,23 +218,6 @@ class Matches(Database):
 
 
 STOPPED_FAILING = "failing"
-
-
-def _stop_failing(conn: Connection, tournament_id: int, now: float) -> bool:
-    """Stop a run whose judge keeps failing (see `Matches.fail_match`); False if it had ended."""
-    t, m = s.tournaments, s.matches
-    stopped = conn.execute(
-        update(t)
-        .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
-        .values(status="failed", finished_at=now, stopped_reason=STOPPED_FAILING)
-    ).rowcount
-    if stopped:
-        conn.execute(
-            update(m)
-            .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
-            .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {STOPPED_FAILING}")
-        )
-    return bool(stopped)
 
 
 def _judgement_view(row: Any) -> dict:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from leaderboard.types import Pair
 
 from . import schema as s
-from .base import ACTIVE, Database, NotFound, RetryRefused
+from .base import ACTIVE, Database, NotFound, RetryRefused, stop_run
 from .batches import batch_progress
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
@@ -129,21 +129,8 @@ class Tournaments(Database):
         """End a queued or running tournament early: its active matches are cancelled, its
         status becomes "cancelled" with `stopped_reason`; judgements made stay, and a schedule
         keeps its next run. False when it had already finished."""
-        t, m = s.tournaments, s.matches
-        now = self._clock()
         with self._write() as conn:
-            stopped = conn.execute(
-                update(t)
-                .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
-                .values(status="cancelled", finished_at=now, stopped_reason=reason)
-            ).rowcount
-            if stopped:
-                conn.execute(
-                    update(m)
-                    .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
-                    .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {reason}")
-                )
-        return bool(stopped)
+            return stop_run(conn, tournament_id, self._clock(), "cancelled", reason)
 
     def retry_failed(self, tournament_id: int) -> list[int]:
         """Hand a finished run's failed matches (and those its own "failing" stop cancelled) out
