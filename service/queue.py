@@ -2,7 +2,7 @@
 
 The service never imports `workers`: RQ imports `workers.jobs.judge_match` inside the worker.
 Jobs carry only ids; the database holds everything else. Batch runs have no job per match:
-their driver (`workers.batches.drive`) is enqueued at most once per poll interval.
+their driver (`workers.batches.drive_job`) is enqueued at most once per poll interval.
 """
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ from redis import Redis
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
+# Jobs travel as JSON: loading a pickle runs code, and the queue must not be a way to run code in
+# a worker. The workers read the queue with the same serializer (workers.worker) and perform only
+# these functions.
+SERIALIZER = JSONSerializer
 JUDGE_MATCH = "workers.jobs.judge_match"
 ANALYSE_TIE = "workers.analysis.analyse_tie"
-DRIVE_BATCHES = "workers.batches.drive"
+DRIVE_BATCHES = "workers.batches.drive_job"
 DRIVER_DUE = "joust:batches:due:{queue}"  # set while the last driver job is recent
 DRIVER_TIMEOUT_S = 3600  # one cycle may stream the results of 100,000 requests
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED}
@@ -29,7 +34,7 @@ class JobQueue:
 
     def __init__(self, redis: Redis, name: str, job_timeout_s: float) -> None:
         self.redis = redis
-        self.queue = Queue(name, connection=redis)
+        self.queue = Queue(name, connection=redis, serializer=SERIALIZER)
         self.job_timeout_s = int(max(1, job_timeout_s))
 
     def enqueue(self, match_ids: Iterable[int]) -> dict[int, str]:
@@ -87,7 +92,7 @@ class JobQueue:
         if not job_id:
             return False
         try:
-            job = Job.fetch(job_id, connection=self.redis)
+            job = Job.fetch(job_id, connection=self.redis, serializer=SERIALIZER)
         except NoSuchJobError:
             return False
         status = job.get_status(refresh=False)

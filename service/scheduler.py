@@ -1,6 +1,6 @@
 """The scheduler process: starts recurring tournaments when due, plans the rounds of adaptive
 tournaments (`service.rounds`), snapshots finished scheduled runs' boards (`service.history`),
-re-hands lost matches, and enqueues the batch driver (`workers.batches.drive`, by dotted path)
+re-hands lost matches, and enqueues the batch driver (`workers.batches.drive_job`, by dotted path)
 at most once per `batch_poll_s` while there is batch work.
 
 Two schedulers may run (two machines, a restart overlapping): a due run is claimed in the

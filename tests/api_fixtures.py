@@ -19,6 +19,7 @@ from rq import Queue
 
 from service.app import create_app
 from service.config import Settings
+from service.queue import SERIALIZER
 from service.store import Store
 
 __all__ = ["api_database_url", "api_settings", "client", "make_client", "queue"]  # fixtures; the rest by name
@@ -68,7 +69,7 @@ def client(make_client: MakeClient) -> TestClient:
 def queue(api_settings: Settings, redis_url: str) -> Iterator[Queue]:
     """The app's job queue, to count and take its jobs."""
     redis = Redis.from_url(redis_url)
-    yield Queue(api_settings.queue_name, connection=redis)
+    yield Queue(api_settings.queue_name, connection=redis, serializer=SERIALIZER)
     redis.close()
 
 

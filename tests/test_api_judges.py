@@ -15,7 +15,6 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from redis import Redis
-from rq import Queue, SimpleWorker
 
 from leaderboard.types import Winner
 from service.app import create_app
@@ -24,6 +23,7 @@ from service.routes import judges
 from service.store import Store
 from service.store.imports import ImportedJudgement
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
+from workers.worker import JoustWorker, job_queue
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -69,7 +69,7 @@ def run_tournament(client: TestClient, settings: Settings, judge: str) -> dict:
     assert settings.redis_url
     redis = Redis.from_url(settings.redis_url)
     for _ in range(60):
-        SimpleWorker([Queue(settings.queue_name, connection=redis)], connection=redis).work(
+        JoustWorker([job_queue(redis, settings.queue_name)], connection=redis).work(
             burst=True, with_scheduler=True)
         view = client.get(f"/api/tournaments/{tid}").json()
         if view["matches_pending"] == 0:

@@ -16,6 +16,7 @@ from leaderboard.keys import content_hash
 from leaderboard.types import Winner
 from service.app import create_app
 from service.config import DEFAULT_JUDGE, Settings
+from service.queue import SERIALIZER
 from service.store import NewJudgement, Store
 
 KEY = "test-key"
@@ -42,7 +43,7 @@ def client(tmp_path: Path, redis_url: str, api_database_url: str | None) -> Iter
 @pytest.fixture
 def queue(redis_url: str) -> Iterator[Queue]:
     redis = Redis.from_url(redis_url)
-    yield Queue(QUEUE, connection=redis)
+    yield Queue(QUEUE, connection=redis, serializer=SERIALIZER)
     redis.close()
 
 

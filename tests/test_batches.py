@@ -20,7 +20,7 @@ from leaderboard.consistency import match_seed, plan_orders
 from leaderboard.pricing import DEFAULT_PRICES
 from leaderboard.types import OrderPolicy, Winner
 from service.config import Settings
-from service.queue import JobQueue
+from service.queue import SERIALIZER, JobQueue
 from service.scheduler import Scheduler
 from service.store import Store
 from tests.api_fixtures import API_KEY
@@ -400,13 +400,13 @@ def test_the_scheduler_enqueues_the_driver_once_per_poll_while_there_is_batch_wo
     assert scheduler.tick(time.time()).driver is None  # no batch work
     submit(db, questions=1)
     tid = start(db, env, delivery="batch")
-    jobs = Queue(env.queue_name, connection=redis)
+    jobs = Queue(env.queue_name, connection=redis, serializer=SERIALIZER)
     assert [job.func_name for job in jobs.get_jobs()] == []  # no job per match
     assert scheduler.tick(time.time()).driver is not None
     assert scheduler.tick(time.time()).driver is None  # not again within batch_poll_s
     start(db, env, delivery="batch", models=["good", "mid"])  # a new run wakes it
     assert scheduler.tick(time.time()).driver is not None
-    assert [job.func_name for job in jobs.get_jobs()] == ["workers.batches.drive"] * 2
+    assert [job.func_name for job in jobs.get_jobs()] == ["workers.batches.drive_job"] * 2
     assert db.get_tournament(tid)["matches_pending"] == 3  # pending, for the driver
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from redis import Redis
-from rq import Queue, SimpleWorker
 
 from service.config import Settings
 from service.queue import JobQueue
@@ -25,6 +24,7 @@ from service.store import NewSubmission, Store
 from service.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 from workers import runtime
+from workers.worker import JoustWorker, job_queue
 
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 
@@ -122,11 +122,11 @@ def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 
     `timeout_s` (then fail). A burst hands the queued matches to this process's engine and
     returns; the engine judges them on its own thread, so bursts repeat while it works."""
     redis = Redis.from_url(settings.redis_url)
-    queue = Queue(settings.queue_name, connection=redis)
+    queue = job_queue(redis, settings.queue_name)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            SimpleWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
+            JoustWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
             if done():
                 return
             time.sleep(0.05)

@@ -22,7 +22,6 @@ import logging
 import time
 from datetime import timedelta
 
-from rq import Queue
 
 from leaderboard.pricing import cost_usd
 from service.store import NotFound
@@ -37,6 +36,7 @@ from .errors import (
 from .judge import Answer, Send, ask_with_reminder
 from .prompts import fenced_pair
 from .verdict import objects_in
+from .worker import job_queue
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _retry_later(judgement_id: int, attempt: int, exc: TransientJudgeError, stam
                                              "created_at": time.time()})
         return "failed"
     delay = min(MAX_BACKOFF_S, max(exc.retry_after or 0.0, rt.settings.retry_backoff_s * 2 ** (attempt - 1)))
-    Queue(rt.settings.queue_name, connection=rt.redis).enqueue_in(
+    job_queue(rt.redis, rt.settings.queue_name).enqueue_in(
         timedelta(seconds=delay), analyse_tie, judgement_id, attempt + 1,
         job_timeout=int(max(1, rt.settings.match_timeout_s / 2)), description=f"analyse tie {judgement_id} (retry {attempt})",
     )

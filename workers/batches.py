@@ -2,7 +2,7 @@
 
 Batch delivery (a tournament's `"delivery": "batch"`) sends its calls through Anthropic's
 Message Batches API at half the price. Its matches are never RQ jobs: the scheduler enqueues
-`workers.batches.drive` at most once per `batch_poll_s` while there is batch work
+`workers.batches.drive_job` at most once per `batch_poll_s` while there is batch work
 (`service.queue.JobQueue.enqueue_driver`), and each cycle, under a Redis lock so that one
 driver runs at a time across machines:
 
@@ -30,6 +30,7 @@ settled with its real cost, at the batch price, when its result comes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -86,9 +87,14 @@ class Cycle:
 
 
 def drive() -> Cycle:
-    """RQ job: one cycle of the batch driver on this worker process's engine."""
+    """One cycle of the batch driver on this worker process's engine."""
     engine = runtime.engine()
     return engine.run(drive_once(engine.deps))
+
+
+def drive_job() -> dict[str, Any]:
+    """The RQ job: one cycle; its result as plain data (jobs and results travel as JSON)."""
+    return dataclasses.asdict(drive())
 
 
 async def drive_once(deps: Deps) -> Cycle:

@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 from redis import Redis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
-from rq import Queue
 
 from leaderboard.types import MatchOutcome
 from service.config import Settings
@@ -47,6 +46,7 @@ from .leases import Leases
 from .match import Deps, judge_one
 from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
+from .worker import job_queue
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Engine:
         self.settings = settings.with_(sdk_max_retries=0)
         self.store = Store(settings.resolved_database_url)
         self.redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
-        self.queue = Queue(settings.queue_name, connection=self.redis) if self.redis is not None else None
+        self.queue = job_queue(self.redis, settings.queue_name) if self.redis is not None else None
         self.outcomes: Counter[MatchOutcome] = Counter()
         self._rng = rng or random.Random()
         self._executor = concurrent.futures.ThreadPoolExecutor(IO_THREADS, thread_name_prefix="joust-io")

@@ -1,4 +1,5 @@
-"""`joust worker`: one RQ `SimpleWorker` feeding the process's engine (`workers.engine`).
+"""`joust worker`: one RQ worker (`workers.worker.JoustWorker`, a `SimpleWorker` that runs only
+joust's job functions) feeding the process's engine (`workers.engine`).
 
 `SimpleWorker` runs jobs in this process, where the engine keeps many matches in flight and the
 judges' HTTP clients live across jobs. RQ's scheduler runs beside it (`with_scheduler`), moving
@@ -11,11 +12,11 @@ from __future__ import annotations
 import os
 
 from redis import Redis
-from rq import Queue, SimpleWorker
 
 from service.config import Settings
 
 from . import runtime
+from .worker import JoustWorker, job_queue
 
 
 def run_worker(settings: Settings, *, name: str | None = None, log_level: str = "info") -> int:
@@ -23,8 +24,8 @@ def run_worker(settings: Settings, *, name: str | None = None, log_level: str = 
     appended), so it never waits for its dead predecessor's registration to expire."""
     assert settings.redis_url, "a worker needs REDIS_URL"
     redis = Redis.from_url(settings.redis_url)
-    worker = SimpleWorker(
-        [Queue(settings.queue_name, connection=redis)],
+    worker = JoustWorker(
+        [job_queue(redis, settings.queue_name)],
         connection=redis,
         name=f"{name}.{os.getpid()}" if name else None,
     )

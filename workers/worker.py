@@ -1,0 +1,60 @@
+"""The RQ worker joust runs: jobs as JSON, and only joust's own job functions.
+
+An RQ job names a function to import and call, and RQ's default serializer is pickle, which runs
+code while it loads. Anyone who can write to the queue could therefore run code in a worker,
+twice over. So joust's queue carries its jobs as JSON (`rq.serializers.JSONSerializer`: a job is
+a function's dotted name and its plain arguments; loading it runs nothing), and a worker performs
+only the functions in `JOB_FUNCTIONS`: a job naming anything else is refused (failed, with the
+reason, and logged) without being imported, and a job that is not JSON at all (pickle written by
+someone else) fails to load, never runs. The service builds its queue with the same serializer
+(`service.queue`).
+"""
+from __future__ import annotations
+
+import logging
+
+from redis import Redis
+from rq import Queue, SimpleWorker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+log = logging.getLogger(__name__)
+
+SERIALIZER = JSONSerializer
+JOB_FUNCTIONS = frozenset({
+    "workers.jobs.judge_match",
+    "workers.analysis.analyse_tie",
+    "workers.batches.drive_job",
+})
+
+
+def job_queue(redis: Redis, name: str) -> Queue:
+    """joust's queue `name`, its jobs as JSON."""
+    return Queue(name, connection=redis, serializer=SERIALIZER)
+
+
+class RefusedJob(Exception):
+    """A job that names a function joust does not run."""
+
+
+class JoustWorker(SimpleWorker):
+    """RQ's `SimpleWorker` (jobs in this process, where the engine lives) that performs only
+    `JOB_FUNCTIONS`."""
+
+    def __init__(self, queues: list[Queue], **kwargs: object) -> None:
+        super().__init__(queues, serializer=SERIALIZER, **kwargs)  # type: ignore[arg-type]
+
+    def perform_job(self, job: Job, queue: Queue) -> bool:
+        try:
+            name = job.func_name
+        except Exception as exc:  # not JSON: someone else's pickle, or garbage
+            return self._refuse(job, queue, f"its data cannot be read as JSON ({type(exc).__name__})")
+        if name not in JOB_FUNCTIONS:
+            return self._refuse(job, queue, f"it names {name!r}, which is not one of joust's job functions")
+        return super().perform_job(job, queue)
+
+    def _refuse(self, job: Job, queue: Queue, why: str) -> bool:
+        message = f"refused job {job.id}: {why}"
+        log.error(message)
+        self.handle_job_failure(job, queue, exc_string=f"{RefusedJob.__name__}: {message}")
+        return False
