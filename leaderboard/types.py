@@ -98,6 +98,27 @@ class MatchOutcome(str, Enum):
     ABANDONED = "abandoned"  # the worker stopped before it ended: handed out again by the sweep
 
 
+class RequestStatus(str, Enum):
+    """Where a batch request is in its life (stored as the plain string)."""
+
+    PENDING = "pending"  # asked for by a replay, in no batch yet
+    SUBMITTED = "submitted"  # in a batch the provider has not ended
+    SUCCEEDED = "succeeded"
+    ERRORED = "errored"
+    EXPIRED = "expired"
+    CANCELED = "canceled"
+
+
+class BatchStatus(str, Enum):
+    """Where a batch is: ours before the provider's id is stored, then the provider's."""
+
+    CREATING = "creating"
+    IN_PROGRESS = "in_progress"
+    CANCELING = "canceling"
+    ENDED = "ended"
+    ABANDONED = "abandoned"  # the create call was refused, or never reached the provider
+
+
 @dataclass(frozen=True)
 class Submission:
     """One generator model's output, under one prompt scenario, for one question."""

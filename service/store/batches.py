@@ -15,43 +15,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import Any
 
 from sqlalchemy import delete, distinct, func, select, update
 from sqlalchemy.engine import Connection
 
+from leaderboard.types import BatchStatus, RequestStatus
+
 from . import schema as s
 from .base import ACTIVE, Database
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
-
-
-class RequestStatus(str, Enum):
-    """Where a batch request is in its life (stored as the plain string)."""
-
-    PENDING = "pending"  # asked for by a replay, in no batch yet
-    SUBMITTED = "submitted"  # in a batch the provider has not ended
-    SUCCEEDED = "succeeded"
-    ERRORED = "errored"
-    EXPIRED = "expired"
-    CANCELED = "canceled"
-
-
 IN_FLIGHT = (RequestStatus.PENDING.value, RequestStatus.SUBMITTED.value)
 GIVEN_UP = (RequestStatus.ERRORED.value, RequestStatus.EXPIRED.value, RequestStatus.CANCELED.value)
-
-
-class BatchStatus(str, Enum):
-    """Where a batch is: ours before the provider's id is stored, then the provider's."""
-
-    CREATING = "creating"
-    IN_PROGRESS = "in_progress"
-    CANCELING = "canceling"
-    ENDED = "ended"
-    ABANDONED = "abandoned"  # the create call was refused, or never reached the provider
-
-
 OPEN = (BatchStatus.IN_PROGRESS.value, BatchStatus.CANCELING.value)
 
 
