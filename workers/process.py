@@ -6,16 +6,21 @@ judges' HTTP clients live across jobs. RQ's scheduler runs beside it (`with_sche
 delayed retries onto the queue when due. On SIGTERM RQ finishes handing over the current job and
 returns; the engine then waits for its matches in flight (`drain_timeout_s`) and gives back the
 rest, so they are handed out again at once.
+
+A Redis restart is ridden out, not crashed on: every connection of the process (RQ's, the
+engine's) reconnects and sends again for about 30 s (`workers.engine.REDIS_RETRIES`). RQ itself
+retries only a failed dequeue (its backoff grows to 60 s); an error while it hands a job over,
+or in its scheduler process, would end the worker or that process.
 """
 from __future__ import annotations
 
+import logging
 import os
-
-from redis import Redis
 
 from service.config import Settings
 
 from . import runtime
+from .engine import connect
 from .worker import JoustWorker, job_queue
 
 
@@ -23,7 +28,10 @@ def run_worker(settings: Settings, *, name: str | None = None, log_level: str = 
     """Work the queue until told to stop. A restarted worker takes a name of its own (its pid
     appended), so it never waits for its dead predecessor's registration to expire."""
     assert settings.redis_url, "a worker needs REDIS_URL"
-    redis = Redis.from_url(settings.redis_url)
+    # One INFO line per HTTP request from the SDK's client would drown the worker's own log.
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    redis = connect(settings.redis_url)  # RQ's loop, its jobs and its scheduler ride out a Redis restart
     worker = JoustWorker(
         [job_queue(redis, settings.queue_name)],
         connection=redis,
