@@ -29,7 +29,8 @@ COPY service ./service
 RUN pip install --no-deps . \
     && useradd --system --create-home --uid 10001 joust \
     && mkdir -p /data \
-    && chown joust:joust /data
+    && chown joust:joust /data \
+    && chmod 0700 /data
 
 USER joust
 VOLUME ["/data"]

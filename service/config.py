@@ -63,8 +63,9 @@ class Settings:
 
     data_dir: Path = Path("joust-data")
     database_url: str | None = None  # None: SQLite file `joust.db` in data_dir
-    redis_url: str | None = None  # None: `joust up` starts an embedded redis-server
-    api_key: str | None = None  # None: `joust up` generates one and keeps it in data_dir
+    # None: `joust up` starts an embedded redis-server. Holds its password: out of repr.
+    redis_url: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)  # None: `joust up` generates one in data_dir
     judge: str = DEFAULT_JUDGE
     elo_k: float = 32.0
     queue_name: str = "joust"

@@ -1,9 +1,14 @@
 """The processes joust runs: one API, N workers, one scheduler, and `joust up`'s supervisor.
 
-`joust up` starts each role as a child process (`python -m service.cli <role>`), restarts a
-child that dies, and on Ctrl-C or SIGTERM stops them all, then the embedded Redis, leaving no
-process behind. Children are told to die with their parent, so even a SIGKILLed `joust up`
-leaves nothing running.
+`joust up` starts each role as a child process (`python -m service.cli <role>`) and, unless
+REDIS_URL is set, a redis-server of its own; it restarts any of them that dies (Redis at once, on
+its port, with its password and its files), and on Ctrl-C or SIGTERM stops the roles, then
+Redis, leaving no process behind. Children are told to die with their parent, so even a
+SIGKILLed `joust up` leaves nothing running.
+
+The data dir is private: 0700, and everything joust keeps there (the database, the API key,
+Redis's password and files) 0600, through a umask of 077 for `joust up` and its children. A data
+dir left wider by an older joust is tightened at start, and the log says so once.
 """
 from __future__ import annotations
 
@@ -11,34 +16,92 @@ import logging
 import os
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from .config import Settings
-from .redis_server import RedisServer, die_with_parent, find_redis_server
+from .redis_server import (
+    PRIVATE_UMASK,
+    RedisServer,
+    RedisServerError,
+    die_with_parent,
+    find_redis_server,
+)
 
 log = logging.getLogger(__name__)
 
 API_KEY_FILE = "api_key"
+REDIS_PASSWORD_FILE = "redis_password"
+REDIS_DIR = "redis"
+# What joust creates in the data dir; only these are tightened, the rest is the user's.
+PRIVATE_FILES = ("joust.db", "joust.db-wal", "joust.db-shm", "joust.db-journal", API_KEY_FILE, REDIS_PASSWORD_FILE)
+SLOW_START_S = 30.0  # a child that lived this long is restarted at once; sooner, with a backoff
+
+
+def ensure_secret(path: Path) -> str:
+    """The secret kept in `path`, generated (URL-safe, 0600) the first time and reused after."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secret + "\n")
+    return secret
 
 
 def ensure_api_key(settings: Settings) -> Settings:
     """The settings with an API key: JOUST_API_KEY, else the data dir's key, else a new one kept there."""
     if settings.api_key:
         return settings
-    path = settings.data_dir / API_KEY_FILE
-    if path.exists():
-        key = path.read_text().strip()
-    else:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_urlsafe(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(key + "\n")
-    return settings.with_(api_key=key)
+    return settings.with_(api_key=ensure_secret(settings.data_dir / API_KEY_FILE))
+
+
+def make_private(data_dir: Path) -> list[Path]:
+    """Make the data dir 0700 and what joust keeps in it 0600 (Redis's dir and its subdirs 0700);
+    returns what had to be tightened (a data dir from an older joust, or a user's chmod)."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    redis_dir = data_dir / REDIS_DIR
+    found = [data_dir, *(data_dir / name for name in PRIVATE_FILES)]
+    if redis_dir.is_dir():
+        found += [redis_dir, *sorted(redis_dir.rglob("*"))]
+    tightened = []
+    for path in found:
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            continue  # never follow a link out of the data dir
+        wanted = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
+        if stat.S_IMODE(info.st_mode) & ~wanted:
+            try:
+                path.chmod(stat.S_IMODE(info.st_mode) & wanted)
+            except OSError as exc:  # not ours to change: say so, and go on
+                log.warning("could not make %s private: %s", path, exc)
+                continue
+            tightened.append(path)
+    return tightened
+
+
+def shown_url(url: str) -> str:
+    """A URL with its password masked, for logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
 def child_env(settings: Settings) -> dict[str, str]:
@@ -63,15 +126,21 @@ class Child:
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     started_at: float = 0.0
+    restart_at: float | None = None  # set once it is found dead: when to start it again
 
 
 @dataclass
 class Supervisor:
-    """Starts the children, keeps them running, stops them all."""
+    """Starts the children, keeps them and the embedded Redis (started by `run_up`) running,
+    stops the children."""
 
     settings: Settings
+    redis: RedisServer | None = None
     children: list[Child] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)
+    redis_restarts: int = 0
+    _redis_retry_at: float = 0.0
+    _redis_failures: int = 0
 
     def add(self, name: str, *args: str) -> None:
         """Register a role to run as `python -m service.cli <args>`."""
@@ -84,23 +153,58 @@ class Supervisor:
 
     def _spawn(self, child: Child) -> None:
         child.proc = subprocess.Popen(
-            child.argv, env=child_env(self.settings), preexec_fn=die_with_parent(), start_new_session=True
+            child.argv, env=child_env(self.settings), preexec_fn=die_with_parent(), start_new_session=True,
+            umask=PRIVATE_UMASK,
         )
         child.started_at = time.monotonic()
+        child.restart_at = None
         log.info("started %s (pid %d)", child.name, child.proc.pid)
 
     def watch(self, poll_s: float = 0.5) -> None:
-        """Restart children that die, until told to stop."""
+        """Restart Redis and the children that die, until told to stop. Nothing here blocks for
+        a child's backoff, so a dead Redis is seen within `poll_s` whatever else waits."""
         while not self.stopping.wait(poll_s):
+            self.tend_redis()
+            now = time.monotonic()
             for child in self.children:
-                if child.proc is not None and child.proc.poll() is not None and not self.stopping.is_set():
-                    code = child.proc.returncode
-                    backoff = 0 if time.monotonic() - child.started_at > 30 else min(30, 2**child.restarts)
-                    log.warning("%s exited with %s; restarting in %ss", child.name, code, backoff)
-                    if self.stopping.wait(backoff):
-                        return
-                    child.restarts += 1
-                    self._spawn(child)
+                if not self.stopping.is_set():
+                    self._tend(child, now)
+
+    def _tend(self, child: Child, now: float) -> None:
+        if child.proc is None or child.proc.poll() is None:
+            return
+        if child.restart_at is None:
+            lived = now - child.started_at
+            backoff = 0 if lived > SLOW_START_S else min(30, 2**child.restarts)
+            log.warning("%s exited with %s; restarting in %ss", child.name, child.proc.returncode, backoff)
+            child.restart_at = now + backoff
+        if now >= child.restart_at:
+            child.restarts += 1
+            self._spawn(child)
+
+    def tend_redis(self) -> bool:
+        """Start the embedded Redis again if it died (same port, password and files); True when
+        it did. Children that gave up while it was down are restarted at once."""
+        server = self.redis
+        if server is None or server.running or self.stopping.is_set() or time.monotonic() < self._redis_retry_at:
+            return False
+        log.warning("redis-server exited with %s; starting it again on port %s", server.exit_code, server.port)
+        began = time.monotonic()
+        try:
+            server.start()
+        except RedisServerError as exc:
+            self._redis_failures += 1
+            backoff = min(30, 2 ** (self._redis_failures - 1))
+            self._redis_retry_at = time.monotonic() + backoff
+            log.error("redis-server did not start again (retrying in %ss): %s", backoff, exc)
+            return False
+        self._redis_failures = 0
+        self.redis_restarts += 1
+        log.warning("redis-server is back (pid %s) in %.2f s", server.pid, time.monotonic() - began)
+        for child in self.children:
+            if child.restart_at is not None:
+                child.restart_at = time.monotonic()
+        return True
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """SIGTERM every child (workers finish their job), then SIGKILL what is left."""
@@ -133,13 +237,30 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 def run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
     """`joust up`: Redis (embedded unless REDIS_URL), the API, N workers and the scheduler."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    previous_umask = os.umask(PRIVATE_UMASK)
+    try:
+        return _run_up(settings, host=host, port=port, workers=workers)
+    finally:
+        os.umask(previous_umask)
+
+
+def _run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
+    data_dir = settings.data_dir.resolve()
+    tightened = make_private(data_dir)
+    if tightened:
+        log.warning("made the data dir private (0700, files 0600): tightened %d paths, e.g. %s",
+                    len(tightened), ", ".join(str(p) for p in tightened[:3]))
+    key_source = "from JOUST_API_KEY" if settings.api_key else f"in {data_dir / API_KEY_FILE}"
     settings = ensure_api_key(settings)
     redis_server: RedisServer | None = None
     if not settings.redis_url:
-        redis_server = RedisServer(settings.data_dir / "redis", binary=find_redis_server()).start()
+        password = ensure_secret(data_dir / REDIS_PASSWORD_FILE)
+        redis_server = RedisServer(data_dir / REDIS_DIR, binary=find_redis_server(), password=password).start()
         settings = settings.with_(redis_url=redis_server.url)
-    sup = Supervisor(settings)
+        redis_shown = f"{redis_server.shown_url} (embedded, password in {data_dir / REDIS_PASSWORD_FILE})"
+    else:
+        redis_shown = shown_url(settings.redis_url)
+    sup = Supervisor(settings, redis=redis_server)
     sup.add("api", "api", "--host", host, "--port", str(port))
     for i in range(workers):
         sup.add(f"worker-{i + 1}", "worker", "--name", f"joust-{os.getpid()}-{i + 1}")
@@ -153,8 +274,9 @@ def run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
         sup.start()
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         print(f"joust is up: http://{shown_host}:{port}/", flush=True)
-        print(f"API key: {settings.api_key}", flush=True)
-        print(f"data: {settings.data_dir.resolve()}  redis: {settings.redis_url}  workers: {workers}", flush=True)
+        # Never the key itself: logs outlive terminals and are read by more people than the data dir.
+        print(f"API key: {key_source}", flush=True)
+        print(f"data: {data_dir}  redis: {redis_shown}  workers: {workers}", flush=True)
         sup.watch()
     finally:
         print("joust is stopping…", flush=True)

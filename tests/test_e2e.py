@@ -101,8 +101,9 @@ def fake() -> Iterator[FakeAnthropic]:
         yield server
 
 
-@pytest.fixture
-def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
+def start_joust(data_dir: Path, fake: FakeAnthropic, workers: int = 2, **env_vars: str) -> Joust:
+    """Run `joust up` on `data_dir` against the fake provider; return once its API answers.
+    The API key is read from the data dir: `joust up` prints only where it is kept."""
     env = {k: v for k, v in os.environ.items() if k not in ("JOUST_API_KEY", "REDIS_URL", "DATABASE_URL")}
     env.update(
         ANTHROPIC_BASE_URL=fake.url,
@@ -112,29 +113,35 @@ def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
         JOUST_RETRY_BACKOFF="0.1",
         JOUST_BATCH_POLL="1",
         PYTHONUNBUFFERED="1",
+        **env_vars,
     )
     port = free_port()
-    data_dir = tmp_path / "data"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--workers", "2", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--workers", str(workers),
+         "--data-dir", str(data_dir)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []
     found: "queue.Queue[str]" = queue.Queue()
     threading.Thread(target=_read_lines, args=(proc, lines, found), daemon=True).start()
-    url = key = None
+    url = key_line = None
     deadline = time.monotonic() + 60
-    while (url is None or key is None) and time.monotonic() < deadline:
+    while (url is None or key_line is None) and time.monotonic() < deadline:
         try:
             line = found.get(timeout=1)
         except queue.Empty:
-            assert proc.poll() is None, "joust up exited:\n" + "".join(lines)
+            if proc.poll() is not None:
+                raise AssertionError("joust up exited:\n" + "".join(lines))
             continue
         if line.startswith("joust is up: "):
             url = line.split(": ", 1)[1].strip().rstrip("/")
         elif line.startswith("API key: "):
-            key = line.split(": ", 1)[1].strip()
-    assert url and key, "joust up printed no URL and key:\n" + "".join(lines)
+            key_line = line.split(": ", 1)[1].strip()
+    if not (url and key_line):
+        proc.kill()
+        raise AssertionError("joust up printed no URL and key:\n" + "".join(lines))
+    assert key_line == f"in {data_dir.resolve() / 'api_key'}", key_line
+    key = (data_dir / "api_key").read_text().strip()
     running = Joust(proc, url, key, data_dir, lines)
     for _ in range(100):  # the API may still be importing
         try:
@@ -143,10 +150,21 @@ def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
         except (urllib.error.URLError, ConnectionError):
             pass
         time.sleep(0.2)
+    return running
+
+
+def stop_joust(running: Joust) -> None:
+    """Kill `joust up` if a test left it running (its children die with it)."""
+    if running.proc.poll() is None:
+        running.proc.kill()
+        running.proc.wait()
+
+
+@pytest.fixture
+def joust(tmp_path: Path, fake: FakeAnthropic) -> Iterator[Joust]:
+    running = start_joust(tmp_path / "data", fake)
     yield running
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    stop_joust(running)
 
 
 def submissions() -> list[dict]:
@@ -158,7 +176,7 @@ def submissions() -> list[dict]:
 
 
 def test_joust_up_runs_the_whole_pipeline(joust: Joust, fake: FakeAnthropic) -> None:
-    assert (joust.data_dir / "api_key").read_text().strip() == joust.key
+    assert joust.key and joust.key not in "".join(joust.lines)  # printed: where it is kept, not the key
     assert (joust.data_dir / "joust.db").exists() and (joust.data_dir / "redis").is_dir()
     assert joust.call("POST", "/api/submissions", submissions(), auth=False)[0] == 401
 

@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -176,6 +177,42 @@ def test_files_land_in_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert {"redis.conf", "redis.log", "dump.rdb"} <= names
     assert any(name.startswith("appendonly") for name in names)  # a file (6.x) or a dir (7.x)
     assert list(elsewhere.iterdir()) == []
+
+
+def test_its_dir_and_files_are_private(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o755)
+    data_dir.chmod(0o755)
+    with RedisServer(data_dir, password="sekret") as server:
+        client = server.client()
+        client.set("k", "v")
+        client.bgrewriteaof()  # new AOF files, written by redis-server's own children
+        client.close()
+    paths = [data_dir, *data_dir.rglob("*")]
+    assert any(p.name == "dump.rdb" for p in paths) and any(p.name.startswith("appendonly") for p in paths)
+    for path in paths:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_a_password_is_required_and_kept_across_restarts(tmp_path: Path) -> None:
+    with RedisServer(tmp_path, password="pa ss/word") as server:  # quoted in the URL and the config
+        assert server.url == f"redis://:pa%20ss%2Fword@127.0.0.1:{server.port}/0"
+        assert server.shown_url == f"redis://:***@127.0.0.1:{server.port}/0"
+        client = server.client()
+        client.set("k", "v")
+        client.close()
+        server.restart()
+        client = server.client()
+        try:
+            assert client.get("k") == b"v"
+        finally:
+            client.close()
+        bare = redis.Redis(host="127.0.0.1", port=server.port, protocol=2)
+        try:
+            with pytest.raises(redis.AuthenticationError, match="Authentication required"):
+                bare.get("k")
+        finally:
+            bare.close()
 
 
 def test_without_persistence_no_data_files(tmp_path: Path) -> None:

@@ -70,3 +70,42 @@ def test_matches_created_while_redis_was_down_are_not_lost(store: Store, redis_u
     created = store.get_tournament(run.id)["created_at"]
     assert len(sch.sweep(created + 60)) == 3
     assert Queue(sch.settings.queue_name, connection=Redis.from_url(redis_url)).count == 3
+
+
+def test_jobs_a_killed_worker_or_a_dead_rq_scheduler_left_behind_count_as_lost(
+    store: Store, redis_url: str, tmp_path: Path
+) -> None:
+    """RQ cleans these up only after many minutes: a job left "started" past its timeout, a job
+    left in the queue's intermediate list, a scheduled job long overdue. The sweep hands their
+    matches out again once they are older than the match timeout; fresh ones are left alone."""
+    from datetime import datetime, timedelta, timezone
+
+    from rq.job import JobStatus
+
+    seed(store, ["m1", "m2", "m3"])
+    sch = scheduler(store, redis_url, tmp_path)
+    redis = Redis.from_url(redis_url)
+    run = launch(store, sch.queue, "t", SPEC)
+    now = store.get_tournament(run.id)["created_at"] + 10_000  # every match past the timeout
+    queue = sch.queue.queue
+    started, stuck, overdue = queue.get_jobs()
+    # a worker took `started` and was killed while handing it over, an hour ago
+    queue.remove(started)
+    started.set_status(JobStatus.STARTED)
+    started.started_at = datetime.now(timezone.utc) - timedelta(hours=1)
+    started.save()
+    # a worker moved `stuck` to the intermediate list and died before starting it
+    queue.remove(stuck)
+    redis.rpush(queue.intermediate_queue_key, stuck.id)
+    # `overdue` waits for RQ's scheduler, which died: due five minutes ago
+    queue.remove(overdue)
+    queue.scheduled_job_registry.schedule(overdue, datetime.now(timezone.utc) - timedelta(minutes=5))
+    overdue.set_status(JobStatus.SCHEDULED)
+    assert all(not sch.queue.is_waiting(job.id) for job in (started, stuck, overdue))
+    assert len(sch.sweep(now)) == 3
+    assert queue.count == 3  # handed out again, each once
+    fresh = queue.get_jobs()[0]
+    fresh.set_status(JobStatus.STARTED)
+    fresh.started_at = datetime.now(timezone.utc)
+    fresh.save()
+    assert sch.queue.is_waiting(fresh.id)  # a job being handed over right now is alive

@@ -34,6 +34,9 @@ from typing import Any, TypeVar
 from redis import Redis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from leaderboard.types import MatchOutcome
 from service.config import Settings
@@ -54,6 +57,23 @@ T = TypeVar("T")
 JUDGE_MATCH = "workers.jobs.judge_match"
 IO_THREADS = 8
 REDIS_CONNECTIONS = 48
+# Every Redis call of a worker process rides out an outage of about 30 s (0.1, 0.2, 0.4, 0.8,
+# then 1 s between tries): a restarted Redis (`joust up` brings its own back within a second or
+# two, a container takes a few) is waited for instead of failing the matches in flight, whose
+# calls are paid already. redis-py's asyncio pools retry nothing by default.
+REDIS_RETRIES = 34
+REDIS_CONNECT_TIMEOUT_S = 5.0
+
+
+def redis_retry(*, asynchronous: bool = False) -> Retry | AsyncRetry:
+    """The retry policy of a worker's Redis connections (see REDIS_RETRIES)."""
+    backoff = ExponentialBackoff(cap=1.0, base=0.05)
+    return AsyncRetry(backoff, REDIS_RETRIES) if asynchronous else Retry(backoff, REDIS_RETRIES)
+
+
+def connect(url: str) -> Redis:
+    """A blocking client that reconnects through a Redis outage instead of failing."""
+    return Redis.from_url(url, retry=redis_retry(), socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S)
 
 
 class Engine:
@@ -64,7 +84,7 @@ class Engine:
         # The gate retries each call through the shared rate limit: the SDKs must not retry alone.
         self.settings = settings.with_(sdk_max_retries=0)
         self.store = Store(settings.resolved_database_url)
-        self.redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+        self.redis = connect(settings.redis_url) if settings.redis_url else None
         self.queue = job_queue(self.redis, settings.queue_name) if self.redis is not None else None
         self.outcomes: Counter[MatchOutcome] = Counter()
         self._rng = rng or random.Random()
@@ -83,13 +103,14 @@ class Engine:
         if self.settings.redis_url:
             # A bounded pool that makes a caller wait for a connection rather than fail: every
             # call in flight touches Redis (rate limit, budget) and the default pool raises past 100.
+            riding = {"retry": redis_retry(asynchronous=True), "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S}
             pool = BlockingConnectionPool.from_url(self.settings.redis_url, max_connections=REDIS_CONNECTIONS,
-                                                   timeout=60)
+                                                   timeout=60, **riding)
             aredis = AsyncRedis(connection_pool=pool)
             # The leases and claims get connections of their own: a renewal must never queue
             # behind the calls in flight, or a busy worker would let its claims lapse.
             lease_redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(
-                self.settings.redis_url, max_connections=8, timeout=60))
+                self.settings.redis_url, max_connections=8, timeout=60, **riding))
         self._slots = asyncio.Semaphore(self.settings.matches_in_flight)
         deps = Deps(
             settings=self.settings,

@@ -180,8 +180,10 @@ class Leases:
                 lost_matches.add(int(value))
             else:
                 lost_claims.add(claims[int(value) - 1][0])
-        for key in lost_claims:
-            self.claims.pop(key, None)
+        sent = dict(claims)
+        for key in lost_claims:  # forgotten, unless this process claimed it again meanwhile
+            if self.claims.get(key) == sent[key]:
+                del self.claims[key]
         return lost_matches, lost_claims
 
     async def reap(self, most: int = 1000) -> list[int]:
