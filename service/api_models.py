@@ -1,13 +1,19 @@
-"""The API's request and response shapes.
+"""The API's request and response shapes, and the fixed vocabularies of its query parameters.
 
 Requests are strict (no coercion: `3` is not a model name, `"3"` is not a number of opponents)
 and reject unknown fields, so a typo such as `"scenerio"` is an error instead of a silently
 defaulted value. Text that becomes a key (model, scenario, question_id) is limited to 255
-characters, the column width in PostgreSQL.
+characters, the column width in PostgreSQL. Every text must be storable on every backend: valid
+Unicode (JSON's `\ud800` escapes can carry a lone surrogate, which no UTF-8 encoder accepts) and,
+outside metadata, no NUL character (PostgreSQL's text cannot hold one). Metadata is at most
+`METADATA_MAX_DEPTH` levels deep and `METADATA_MAX_BYTES` long as compact JSON.
 """
 from __future__ import annotations
 
+import json
 import re
+import time
+from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,16 +26,77 @@ from pydantic import (
     model_validator,
 )
 
+from leaderboard.dimensions import DIMENSIONS
+from leaderboard.types import Level
+from service.cron import HORIZON_S, next_due_within
 from service.cron import is_valid as is_valid_cron
 
 JUDGE_PROVIDERS = ("anthropic", "openai", "offline")
 KEY_MAX = 255
+# Metadata: objects and arrays nested at most this deep (the metadata object is level 1), and at
+# most this many bytes as compact UTF-8 JSON.
+METADATA_MAX_DEPTH = 32
+METADATA_MAX_BYTES = 64 * 1024
 _STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def unicode_problem(value: str) -> str | None:
+    """Why `value` is not valid Unicode text (a lone surrogate, and where), or None."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate (U+{ord(value[exc.start]):04X}) at character {exc.start}: text must be valid Unicode"
+    return None
+
+
+def check_text(value: str) -> str:
+    """Valid Unicode without NUL characters: what every backend can store."""
+    problem = unicode_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    if "\x00" in value:
+        raise ValueError(f"a NUL character (U+0000) at character {value.index(chr(0))}: text must not contain NUL")
+    return value
 
 
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty or blank")
+    return value
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    """A path inside metadata as a client writes it: `metadata.tags[0]`."""
+    return "metadata" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """At most METADATA_MAX_DEPTH levels of objects and arrays, valid Unicode in every key and
+    string, finite numbers, and at most METADATA_MAX_BYTES as compact JSON. Walked without
+    recursion, so no depth makes it fail in another way."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, (dict, list)) and depth > METADATA_MAX_DEPTH:
+            raise ValueError(f"nested more than {METADATA_MAX_DEPTH} levels deep: flatten it")
+        if isinstance(node, dict):
+            for key, item in node.items():
+                problem = unicode_problem(key)
+                if problem is not None:
+                    raise ValueError(f"a key of {_where(path)}: {problem}")
+                stack.append((item, depth + 1, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1, (*path, i)) for i, item in enumerate(node))
+        elif isinstance(node, str):
+            problem = unicode_problem(node)
+            if problem is not None:
+                raise ValueError(f"{_where(path)}: {problem}")
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8"))
+    except ValueError:
+        raise ValueError("numbers must be finite (no NaN or Infinity)") from None
+    if size > METADATA_MAX_BYTES:
+        raise ValueError(f"{size} bytes as JSON: at most {METADATA_MAX_BYTES}")
     return value
 
 
@@ -50,14 +117,74 @@ def check_judge_spec(spec: str) -> str:
 def _check_cron(expression: str) -> str:
     if not is_valid_cron(expression):
         raise ValueError(f"{expression!r} is not a valid five-field cron expression (e.g. '0 3 * * *')")
+    if next_due_within(expression, time.time()) is None:
+        days = HORIZON_S // 86400
+        raise ValueError(f"{expression!r} does not fire within the next {days} days: a schedule must fire at least "
+                         "once a year (e.g. '0 3 * * *', daily at 03:00 UTC)")
     return expression
 
 
-Text = Annotated[StrictStr, AfterValidator(_not_blank)]
-Key = Annotated[StrictStr, Field(max_length=KEY_MAX), AfterValidator(_not_blank)]
+# What the OpenAPI document says of texts (the validators above say more, in words): no NUL and
+# some character that is not ASCII whitespace; of a judge, its provider. Each admits everything the
+# validators admit, so a request the schema refuses is always refused.
+TEXT_SCHEMA = {"minLength": 1, "pattern": "^[^\\x00]*[^\\x00\\t\\n\\v\\f\\r ][^\\x00]*$"}
+JUDGE_SCHEMA = {"pattern": f"^({'|'.join(JUDGE_PROVIDERS)})/[^\\x00]+$"}
+Text = Annotated[StrictStr, Field(json_schema_extra=TEXT_SCHEMA), AfterValidator(check_text), AfterValidator(_not_blank)]
+Key = Annotated[
+    StrictStr, Field(max_length=KEY_MAX, json_schema_extra=TEXT_SCHEMA), AfterValidator(check_text),
+    AfterValidator(_not_blank),
+]
 Filter = Annotated[list[Key], Field(min_length=1)]
-JudgeSpec = Annotated[StrictStr, Field(max_length=KEY_MAX), AfterValidator(check_judge_spec)]
-Cron = Annotated[StrictStr, AfterValidator(_check_cron)]
+JudgeSpec = Annotated[
+    StrictStr, Field(max_length=KEY_MAX, json_schema_extra=JUDGE_SCHEMA), AfterValidator(check_text),
+    AfterValidator(check_judge_spec),
+]
+Cron = Annotated[StrictStr, Field(max_length=KEY_MAX), AfterValidator(check_text), AfterValidator(_check_cron)]
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
+
+
+# ---- query parameters with a fixed vocabulary -----------------------------------------------
+
+
+class Vocabulary(str, Enum):
+    """A query parameter's fixed values, listed as an enum in the OpenAPI document. A value
+    that differs only in case or spacing is taken as the same ("Model", "model + scenario")."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Vocabulary | None:
+        if not isinstance(value, str):
+            return None
+        wanted = re.sub(r"\s*\+\s*", "+", " ".join(value.split()).lower())
+        return next((member for member in cls if member.value == wanted), None)
+
+
+class By(Vocabulary):
+    """`by=`: who plays (a board's level, a grouping of scores). `system` is another name for
+    `model+scenario`, and `model scenario` is what `model+scenario` becomes in a URL whose `+`
+    was not percent-encoded."""
+
+    MODEL = "model"
+    SCENARIO = "scenario"
+    SYSTEM = "model+scenario"
+    SYSTEM_NAME = "system"
+    SYSTEM_UNENCODED = "model scenario"
+
+    @property
+    def level(self) -> Level:
+        return {By.MODEL: Level.MODEL, By.SCENARIO: Level.SCENARIO}.get(self, Level.SYSTEM)
+
+
+# `dimension=`: one dimension of the `dimensions` criteria set (leaderboard.dimensions).
+Dimension = Vocabulary("Dimension", {name.upper(): name for name in DIMENSIONS})  # type: ignore[misc]
+
+
+class Criteria(Vocabulary):
+    """`criteria=`: a criteria set (workers.criteria.CRITERIA)."""
+
+    OVERALL = "overall"
+    DIMENSIONS = "dimensions"
+    COMPQA = "compqa"
+    FACTSIM = "factsim"
 
 
 # ---- requests -------------------------------------------------------------------------------
@@ -66,20 +193,25 @@ Cron = Annotated[StrictStr, AfterValidator(_check_cron)]
 class SubmissionIn(BaseModel):
     """One generator model's output for one question, under one prompt scenario."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, json_schema_extra={"examples": [
+        {"question": "Is Python or Java better for a first course?", "model": "llama3-8b", "scenario": "terse",
+         "output": "Python: less syntax between the student and the idea.", "metadata": {"temperature": 0.2}},
+    ]})
 
     question: Text
     question_id: Key | None = None  # default: leaderboard.keys.default_question_id(question)
     model: Key
     scenario: Key = "default"
     output: Text
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class TournamentIn(BaseModel):
     """A tournament to start now, and to re-run at each due time when `schedule` is set."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, json_schema_extra={"examples": [
+        {"name": "nightly", "judge": "anthropic/claude-sonnet-4-5", "schedule": "0 3 * * *", "budget": 5.0},
+    ]})
 
     name: Key = "tournament"
     mode: Literal["round_robin", "sampled", "adaptive", "anchored"] = "round_robin"
@@ -141,10 +273,18 @@ class TournamentIn(BaseModel):
 # ---- responses ------------------------------------------------------------------------------
 
 
+class ErrorDetail(BaseModel):
+    """One validation problem: where (`submissions[2].model`) and what."""
+
+    path: str
+    message: str
+
+
 class ErrorOut(BaseModel):
     """Every 4xx answer: what is wrong, in words (validation errors add `details`)."""
 
     error: str
+    details: list[ErrorDetail] | None = None
 
 
 class SubmissionRef(BaseModel):
@@ -158,6 +298,25 @@ class SubmissionsCreated(BaseModel):
     """One entry per submission sent, in the order sent."""
 
     submissions: list[SubmissionRef]
+
+
+class SubmissionOut(BaseModel):
+    """A stored submission (`created_at`: Unix seconds)."""
+
+    id: int
+    question_id: str
+    question: str
+    model: str
+    scenario: str
+    output: str
+    metadata: dict[str, Any]
+    created_at: float
+
+
+class SubmissionsOut(BaseModel):
+    """One page of submissions, in id order."""
+
+    submissions: list[SubmissionOut]
 
 
 class TournamentRetried(BaseModel):

@@ -10,6 +10,12 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
   409 same key, different content (`store.Conflict`); 413 body over `max_body_bytes` or a batch
   over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`.
 - 500 answers `{"error": "internal server error"}`; the traceback goes to the log.
+- 405 carries `Allow` with every method the path has (Starlette names only one route's).
+
+Every response carries the security headers of `SECURITY_HEADERS` (`SecurityHeaders`): a
+Content-Security-Policy that allows scripts, styles, images, fonts and requests from the app
+itself only (no inline script or style: the page links its stylesheet, /docs loads Swagger UI
+from the app, see routes.docs), no framing, no sniffing, no referrer.
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis import Redis
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api_models import check_judge_spec
@@ -31,6 +39,7 @@ from service.config import Settings
 from service.judge_health_cache import JudgeHealthCache
 from service.queue import JobQueue
 from service.routes import (
+    docs,
     health,
     judgements,
     judges,
@@ -44,6 +53,39 @@ from service.routes.common import ApiError, describe_errors
 from service.store import Conflict, NotFound, Store
 
 log = logging.getLogger(__name__)
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class SecurityHeaders:
+    """Add SECURITY_HEADERS to every HTTP response that does not set them itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 class BodyLimit:
@@ -145,9 +187,24 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
         message = f"no such endpoint: {request.method} {request.url.path}"
-    elif exc.status_code == 405:
-        message = f"method {request.method} is not allowed on {request.url.path}"
-    return JSONResponse({"error": message}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        message = f"method {request.method} is not allowed on {request.url.path}; use {' or '.join(allowed)}"
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=headers or None)
+
+
+METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at the request's path (Starlette's 405 names only the
+    first route's methods, though GET and POST /api/submissions are two routes): each is asked
+    of the router's routes as the request would be routed."""
+    routes = request.app.router.routes
+    return [method for method in METHODS
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)]
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
@@ -164,7 +221,8 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return JSONResponse({"error": "internal server error"}, status_code=500)
+    # Answered by Starlette's outermost middleware, outside SecurityHeaders: set them here.
+    return JSONResponse({"error": "internal server error"}, status_code=500, headers=SECURITY_HEADERS)
 
 
 # ---- the app --------------------------------------------------------------------------------
@@ -206,15 +264,18 @@ def create_app(settings: Settings) -> FastAPI:
         title="joust",
         summary="Pairwise tournaments and Elo / Bradley-Terry leaderboards for LLM outputs.",
         lifespan=lifespan,
+        docs_url=None,  # routes.docs serves /docs offline, under the Content-Security-Policy
+        redoc_url=None,
     )
     app.state.settings = settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost: 413s of BodyLimit get the headers too
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(NotFound, _not_found)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, judgements, leaderboard, health, page, judges, scores):
+    for module in (submissions, tournaments, judgements, leaderboard, health, page, judges, scores, docs):
         app.include_router(module.router)
     return app

@@ -184,21 +184,21 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     from . import tournaments
     from .api_models import TournamentIn
     from .routes.common import ApiError, validate
-    from .routes.tournaments import build_spec, check_budget
+    from .routes.tournaments import build_spec, check_spec
 
     settings = _settings(args)
     fields = {"name": args.name, "mode": args.mode, "opponents": args.opponents, "seed": args.seed,
               "judge": args.judge, "order": args.order, "criteria": args.criteria, "models": args.model,
               "scenarios": args.scenario, "questions": args.question, "budget": args.budget}
-    try:
-        request = validate(TypeAdapter(TournamentIn), {k: v for k, v in fields.items() if v is not None})
-        spec = build_spec(request, settings)
-        check_budget(spec, settings)
-    except ApiError as exc:
-        print(f"joust tournament: {exc.message}", file=sys.stderr)
-        return 2
     store = _open_store(settings)
     try:
+        try:  # the API's own checks, every one of them
+            request = validate(TypeAdapter(TournamentIn), {k: v for k, v in fields.items() if v is not None})
+            spec = build_spec(request, settings)
+            check_spec(spec, settings, store)
+        except ApiError as exc:
+            print(f"joust tournament: {exc.message}", file=sys.stderr)
+            return 2
         if args.dry_run:
             out = {**asdict(tournaments.dry_run(store, spec, settings.price_table())), "seed": spec["seed"]}
         else:

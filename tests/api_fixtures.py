@@ -25,6 +25,8 @@ from service.store import Store
 __all__ = ["api_database_url", "api_settings", "client", "make_client", "queue"]  # fixtures; the rest by name
 
 API_KEY = "test-key"
+# The judges' credentials: a tournament with an anthropic/ judge (the default) needs a key configured.
+ANTHROPIC_KEY = "test-anthropic-key"
 MakeClient = Callable[..., TestClient]
 
 
@@ -38,9 +40,9 @@ def api_database_url(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture
 def api_settings(tmp_path: Path, redis_url: str, api_database_url: str | None) -> Settings:
     """The app's settings: data under tmp_path/data, the database of `api_database_url`, the
-    shared Redis, API key `API_KEY`."""
+    shared Redis, API key `API_KEY`, an Anthropic key (nothing here calls Anthropic)."""
     return Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=API_KEY,
-                    database_url=api_database_url)
+                    database_url=api_database_url, anthropic_api_key=ANTHROPIC_KEY)
 
 
 @pytest.fixture

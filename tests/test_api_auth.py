@@ -81,7 +81,8 @@ def test_unknown_routes_and_methods_answer_json(client: TestClient) -> None:
     assert missing.json() == {"error": "no such endpoint: GET /api/nothing"}
     wrong = client.delete("/api/leaderboard", headers={"Authorization": f"Bearer {KEY}"})
     assert wrong.status_code == 405
-    assert wrong.json() == {"error": "method DELETE is not allowed on /api/leaderboard"}
+    assert wrong.json() == {"error": "method DELETE is not allowed on /api/leaderboard; use GET"}
+    assert wrong.headers["Allow"] == "GET"
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,8 @@ def test_judge_filter(client: TestClient, queue: Queue) -> None:
 def test_unknown_level_is_refused(client: TestClient) -> None:
     response = client.get("/api/leaderboard", params={"by": "judge"})
     assert response.status_code == 422
-    assert response.json()["error"] == "by: 'judge' is not a level; use model, scenario or model+scenario (alias system)"
+    assert response.json()["error"] == (
+        "query parameter by: \"judge\" is not one of 'model', 'scenario', 'model+scenario', 'system' or 'model scenario'")
 
 
 def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: Queue) -> None:

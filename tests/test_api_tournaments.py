@@ -34,7 +34,9 @@ SUBMISSIONS = [
 @pytest.fixture
 def client(tmp_path: Path, redis_url: str, api_database_url: str | None) -> Iterator[TestClient]:
     settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY, queue_name=QUEUE,
-                        database_url=api_database_url)  # SQLite in the data dir, then PostgreSQL
+                        database_url=api_database_url,  # SQLite in the data dir, then PostgreSQL
+                        # the judges' credentials (no judge is ever called here)
+                        anthropic_api_key="test-anthropic-key", openai_base_url="http://127.0.0.1:9/v1")
     with TestClient(create_app(settings)) as client:
         assert client.post("/api/submissions", json=SUBMISSIONS, headers=AUTH).status_code == 201
         yield client

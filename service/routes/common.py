@@ -12,18 +12,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Request
-from pydantic import TypeAdapter, ValidationError
+from fastapi import Path, Query, Request
+from pydantic import StringConstraints, TypeAdapter, ValidationError
 from redis import Redis
 
+from service.api_models import KEY_MAX, ErrorOut, unicode_problem
 from service.config import Settings
 from service.queue import JobQueue
 from service.store import Store
 
 T = TypeVar("T")
 MAX_LISTED_ERRORS = 5
+
+# ---- parameters shared by the routes ---------------------------------------------------------
+
+# Ids are the store's `integer` columns, 32-bit on PostgreSQL; offsets go to SQL's OFFSET, 64-bit on
+# both backends. Larger values are refused (422) by the schema instead of failing in the driver.
+ID_MAX = 2**31 - 1
+OFFSET_MAX = 2**63 - 1
+# A free-text filter matches a stored key (at most KEY_MAX characters, never a NUL character).
+NO_NUL = "^[^\\x00]*$"
+FilterText = Annotated[str, StringConstraints(max_length=KEY_MAX, pattern=NO_NUL)]
+Limit = Annotated[int, Query(ge=1, le=1000, description="at most this many rows")]
+Offset = Annotated[int, Query(ge=0, le=OFFSET_MAX, description="skip this many rows")]
+TournamentFilter = Annotated[
+    int | None, Query(ge=1, le=ID_MAX, description="only this tournament and its scheduled runs")
+]
+
+
+def id_path(what: str) -> Any:
+    """A path parameter holding the id of a `what`: 1 to ID_MAX."""
+    return Path(ge=1, le=ID_MAX, description=f"the {what}'s id")
+
+
+def request_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """`openapi_extra` declaring the JSON body a route reads itself (through `json_body`)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for error statuses, each answered `{"error": ...}`."""
+    return {code: {"model": ErrorOut} for code in codes}
 
 
 class ApiError(Exception):
@@ -65,19 +96,39 @@ def get_redis(request: Request) -> Redis:
 # ---- bodies and validation messages ---------------------------------------------------------
 
 
+class _NotJson(ValueError):
+    """A token Python's parser takes but JSON has not: NaN, Infinity, a number out of range."""
+
+
+def _no_constant(token: str) -> Any:
+    raise _NotJson(f"{token} is not a JSON value")
+
+
+def _finite(token: str) -> float:
+    number = float(token)
+    if number in (float("inf"), float("-inf")):
+        raise _NotJson(f"the number {token[:40]} is out of range")
+    return number
+
+
 async def json_body(request: Request) -> Any:
-    """The request body parsed as JSON; 400 naming the problem when it is empty or malformed."""
+    """The request body parsed as JSON (RFC 8259: no NaN or Infinity); 400 naming the problem
+    when it is empty, malformed, or nested too deeply to read."""
     raw = await request.body()
     if not raw.strip():
         raise ApiError(400, "the request body is empty: send a JSON document")
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except UnicodeDecodeError:
         raise ApiError(400, "malformed JSON: the body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ApiError(
             400, f"malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise ApiError(400, "malformed JSON: nested too deeply to read") from None
+    except ValueError as exc:  # _NotJson, or an integer with more digits than Python converts
+        raise ApiError(400, f"malformed JSON: {exc}") from None
 
 
 def field_path(loc: Sequence[str | int], root: str = "") -> str:
@@ -87,8 +138,14 @@ def field_path(loc: Sequence[str | int], root: str = "") -> str:
         if isinstance(part, int):
             path += f"[{part}]"
         else:
-            path += f".{part}" if path else str(part)
+            name = printable(str(part))
+            path += f".{name}" if path else name
     return path
+
+
+def printable(text: str) -> str:
+    """`text` with any lone surrogate written as its escape, so an error message can quote it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _short(value: Any) -> str:
@@ -107,8 +164,15 @@ def describe_error(error: Mapping[str, Any]) -> str:
         return "field required"
     if kind == "extra_forbidden":
         return "unknown field"
-    if kind in ("value_error", "assertion_error") and "error" in error.get("ctx", {}):
-        return str(error["ctx"]["error"])
+    ctx = error.get("ctx") or {}
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "string_unicode" and isinstance(error.get("input"), str):  # checked before max_length
+        return unicode_problem(error["input"]) or "text must be valid Unicode"
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == NO_NUL:
+        return "must not contain a NUL character (U+0000)"
+    if kind == "enum" and "expected" in ctx:
+        return f"{_short(error.get('input'))} is not one of {ctx['expected']}"
     message = str(error.get("msg", "invalid value"))
     if "input" in error and not isinstance(error["input"], (dict, list)):
         message += f" (got {_short(error['input'])})"

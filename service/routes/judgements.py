@@ -8,25 +8,25 @@ verdicts). A judgement already analysed answers 200 with itself and asks nothing
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
 from redis.exceptions import RedisError
 
-from service.api_models import JUDGE_PROVIDERS, AnalysisQueued, ErrorOut
+from service.api_models import JUDGE_PROVIDERS, AnalysisQueued
 from service.auth import require_api_key
 from service.queue import JobQueue
 from service.store import Store
 
-from .common import ApiError, get_queue, get_store
+from .common import ApiError, error_responses, get_queue, get_store, id_path
 
-router = APIRouter(prefix="/api/judgements", tags=["judgements"])
+router = APIRouter(prefix="/api/judgements", tags=["judgements"], responses=error_responses(422))
 
-_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (401, 403, 404, 409, 422, 503)}
+JudgementId = Annotated[int, id_path("judgement")]
 
 
-@router.get("/{judgement_id}", responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
-def get_judgement(judgement_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+@router.get("/{judgement_id}", responses=error_responses(404, 422))
+def get_judgement(judgement_id: JudgementId, store: Annotated[Store, Depends(get_store)]) -> dict:
     """The judgement: the question, both sides (model, scenario, output length), the outcome
     for a, whether the orders agreed, every call, tokens, cost, and `analysis`."""
     return store.get_judgement(judgement_id)
@@ -36,11 +36,12 @@ def get_judgement(judgement_id: int, store: Annotated[Store, Depends(get_store)]
     "/{judgement_id}/analysis",
     status_code=202,
     response_model=None,
-    responses={**_ERRORS, 202: {"model": AnalysisQueued}, 200: {"description": "already analysed: the judgement"}},
+    responses={**error_responses(401, 403, 404, 409, 422, 503), 202: {"model": AnalysisQueued},
+               200: {"description": "already analysed: the judgement"}},
     dependencies=[Depends(require_api_key)],
 )
 def analyse_tie(
-    judgement_id: int,
+    judgement_id: JudgementId,
     response: Response,
     store: Annotated[Store, Depends(get_store)],
     queue: Annotated[JobQueue, Depends(get_queue)],

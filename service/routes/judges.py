@@ -13,8 +13,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
 from leaderboard.health import JudgeHealth
-from service.api_models import ErrorOut
 from service.judge_health_cache import JudgeHealthCache
+
+from .common import FilterText, error_responses
 
 router = APIRouter(prefix="/api/judges", tags=["judges"])
 
@@ -31,10 +32,12 @@ class JudgesOut(BaseModel):
     judges: list[JudgeHealth]
 
 
-@router.get("", response_model=JudgesOut, responses={422: {"model": ErrorOut}})
+@router.get("", response_model=JudgesOut, responses=error_responses(422))
 def get_judges(
     cache: Annotated[JudgeHealthCache, Depends(get_judge_health)],
-    judge: Annotated[str | None, Query(description='only this judge, e.g. "anthropic/claude-..." or "import/gpt4"')] = None,
+    judge: Annotated[
+        FilterText | None, Query(description='only this judge, e.g. "anthropic/claude-..." or "import/gpt4"')
+    ] = None,
 ) -> JudgesOut:
     """Per judge: order consistency, first-position win rate, tie rate, parse-failure rate, how
     often the longer answer wins, and agreement with human votes on the same pairs; current as of

@@ -20,32 +20,14 @@ from leaderboard.board import build_board
 from leaderboard.dimensions import DIMENSIONS
 from leaderboard.players import SideRow, battles_at_level
 from leaderboard.types import Level, Rating
-from service.api_models import ErrorOut, LeaderboardOut, LeaderboardRow
+from service.api_models import By, Dimension, LeaderboardOut, LeaderboardRow
 from service.boards import Board, BoardCache
 from service.rounds import anchored_board
 from service.store import Store
 
-from .common import ApiError
+from .common import ID_MAX, FilterText, TournamentFilter, error_responses
 
-router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"])
-
-# "+" in a query string decodes to a space, so "by=model+scenario" arrives as "model scenario".
-LEVELS: dict[str, Level] = {
-    "model": Level.MODEL,
-    "scenario": Level.SCENARIO,
-    "model+scenario": Level.SYSTEM,
-    "model scenario": Level.SYSTEM,
-    "model + scenario": Level.SYSTEM,
-    "system": Level.SYSTEM,
-}
-
-
-def parse_level(by: str) -> Level:
-    """`model`, `scenario`, or `model+scenario` (also spelled `system`); 422 otherwise."""
-    level = LEVELS.get(" ".join(by.split()).lower())
-    if level is None:
-        raise ApiError(422, f"by: {by!r} is not a level; use model, scenario or model+scenario (alias system)")
-    return level
+router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
 
 def board_at(rows: Sequence[SideRow], level: Level, *, k: float, revision: int = 0) -> Board:
@@ -90,16 +72,6 @@ class RankedBoardOut(LeaderboardOut):
     rows: list[RankedRow]  # type: ignore[assignment]
     revision: int
     dimension: str | None = None
-
-
-def parse_dimension(dimension: str | None) -> str | None:
-    """One of the five dimensions of the `dimensions` criteria set (any case), or None; 422 otherwise."""
-    if dimension is None:
-        return None
-    name = dimension.strip().lower()
-    if name not in DIMENSIONS:
-        raise ApiError(422, f"dimension: {dimension!r} is not a dimension; use {', '.join(DIMENSIONS)}")
-    return name
 
 
 class EffectRow(BaseModel):
@@ -166,25 +138,28 @@ def _sortable(value: float) -> float:
     return -math.inf if number is None else number
 
 
-TOURNAMENT = Query(description="only this tournament and its scheduled runs")
-JUDGE = Query(description='only this judge, "provider/model"')
-DIMENSION = Query(description="rank by one dimension of the `dimensions` criteria set: " + ", ".join(DIMENSIONS))
+JudgeFilter = Annotated[FilterText | None, Query(description='only this judge, "provider/model"')]
+ByLevel = Annotated[By, Query(description="who plays: model, scenario or model+scenario (alias: system; any case)")]
+DimensionFilter = Annotated[
+    Dimension | None,  # type: ignore[valid-type]
+    Query(description="rank by one dimension of the `dimensions` criteria set (any case): " + ", ".join(DIMENSIONS)),
+]
 
 
-@router.get("", response_model=RankedBoardOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+@router.get("", response_model=RankedBoardOut)
 def get_leaderboard(
     boards: Annotated[BoardCache, Depends(get_boards)],
-    by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model",
-    tournament: Annotated[int | None, TOURNAMENT] = None,
-    judge: Annotated[str | None, JUDGE] = None,
-    dimension: Annotated[str | None, DIMENSION] = None,
+    by: ByLevel = By.MODEL,
+    tournament: TournamentFilter = None,
+    judge: JudgeFilter = None,
+    dimension: DimensionFilter = None,
 ) -> RankedBoardOut:
     """Players best first by Bradley-Terry rating (Elo scale, 1000 = the mean player), with 95%
     intervals, rank ranges, online Elo and win/loss/tie counts. Current on every request: it
     includes every judgement resolved before the request arrived. With `dimension`, ranked by
     that dimension of the judgements made with criteria `dimensions` (each dimension's orders
     combined by the consistency rule on their own)."""
-    level, name = parse_level(by), parse_dimension(dimension)
+    level, name = by.level, (dimension.value if dimension is not None else None)
     board = boards.board(level, tournament_id=tournament, judge=judge, dimension=name)
     spec = boards.store.get_tournament(tournament)["spec"] if tournament is not None else {}
     if spec.get("mode") == "anchored" and name is None and level.value == spec.get("level"):
@@ -202,11 +177,11 @@ def get_leaderboard(
     )
 
 
-@router.get("/effects", response_model=EffectsOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+@router.get("/effects", response_model=EffectsOut)
 def get_effects(
     boards: Annotated[BoardCache, Depends(get_boards)],
-    tournament: Annotated[int | None, TOURNAMENT] = None,
-    judge: Annotated[str | None, JUDGE] = None,
+    tournament: TournamentFilter = None,
+    judge: JudgeFilter = None,
 ) -> EffectsOut:
     """Model and scenario effects fitted together (a system's strength is its model's plus its
     scenario's), in Elo points with 95% intervals: what a scenario is worth across models."""
@@ -249,15 +224,15 @@ class HistoryOut(BaseModel):
     snapshots: list[Snapshot]
 
 
-@router.get("/history", response_model=HistoryOut, responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+@router.get("/history", response_model=HistoryOut)
 def get_history(
     boards: Annotated[BoardCache, Depends(get_boards)],
-    tournament: Annotated[int, Query(description="the scheduled (or adaptive) tournament")],
-    by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model",
+    tournament: Annotated[int, Query(ge=1, le=ID_MAX, description="the scheduled (or adaptive) tournament")],
+    by: ByLevel = By.MODEL,
 ) -> HistoryOut:
     """The board snapshotted when each run of a scheduled tournament (and each adaptive run)
     finished, oldest first: the page's history chart."""
-    level = parse_level(by)
+    level = by.level
     boards.store.get_tournament(tournament)  # 404 for an unknown tournament
     return HistoryOut(tournament=tournament, by=level.value,
                       snapshots=[Snapshot(**snap) for snap in boards.store.snapshots(tournament, level.value)])

@@ -1,7 +1,9 @@
 """The web page, rendered on the server: the boards, what a scenario is worth, judge health,
 rubric scores, recent tournaments.
 
-Plain HTML that reads without JavaScript and refreshes itself every 30 seconds. Every piece of
+Plain HTML that reads without JavaScript and refreshes itself every 30 seconds; its style is a
+stylesheet the app serves (no inline style or script, see the Content-Security-Policy in
+service.app). Every piece of
 text that came from a user (model and scenario names, tournament names, judges) goes through
 `html.escape`, so a model called `<script>` is shown, never run.
 
@@ -37,14 +39,9 @@ TITLES = {Level.MODEL: "Models", Level.SCENARIO: "Scenarios", Level.SYSTEM: "Sys
 RECENT = 20
 SCORED = "compqa"  # the criteria set whose absolute scores the page shows (GET /api/scores' default)
 
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #222; }
-table { border-collapse: collapse; width: 100%; margin-bottom: 2rem; }
-th, td { padding: .3rem .6rem; border-bottom: 1px solid #ddd; text-align: left; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-caption { text-align: left; font-weight: bold; font-size: 1.2rem; padding: .5rem 0; }
-.muted { color: #777; }
-"""
+# The page's stylesheet (service/static/page.css, served by routes.docs): no inline style, so the
+# Content-Security-Policy (service.app) needs no 'unsafe-inline'.
+STYLESHEET = "/static/page.css"
 
 
 def esc(value: object) -> str:
@@ -234,7 +231,7 @@ def render_page(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta http-equiv="refresh" content="30">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>joust leaderboard</title><style>{STYLE}</style></head><body>"
+        f'<title>joust leaderboard</title><link rel="stylesheet" href="{STYLESHEET}"></head><body>'
         "<h1>joust leaderboard</h1>"
         "<p class=muted>Bradley-Terry ratings on the Elo scale (1000 = the mean player) with 95% intervals; "
         "Elo is the online rating in judgement order. Order-inconsistent verdicts count as ties. "

@@ -12,22 +12,19 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
-from service.api_models import ErrorOut
+from leaderboard.types import Level
+from service.api_models import By, Criteria
 from service.store import Store
 
-from .common import ApiError, get_store
+from .common import FilterText, error_responses, get_store
 from .leaderboard import finite
 
-router = APIRouter(prefix="/api/scores", tags=["scores"])
+router = APIRouter(prefix="/api/scores", tags=["scores"], responses=error_responses(422))
 
-# "+" in a query string decodes to a space, so "by=model+scenario" arrives as "model scenario".
-GROUPS: dict[str, tuple[str, ...]] = {
-    "model": ("model",),
-    "scenario": ("scenario",),
-    "model+scenario": ("model", "scenario"),
-    "model scenario": ("model", "scenario"),
-    "model + scenario": ("model", "scenario"),
-    "system": ("model", "scenario"),
+GROUPS: dict[Level, tuple[str, ...]] = {
+    Level.MODEL: ("model",),
+    Level.SCENARIO: ("scenario",),
+    Level.SYSTEM: ("model", "scenario"),
 }
 
 
@@ -51,28 +48,23 @@ class ScoresOut(BaseModel):
     rows: list[ScoreRow]
 
 
-def parse_groups(by: str) -> tuple[str, ...]:
-    """`model`, `scenario` or `model+scenario` (alias `system`); 422 otherwise."""
-    groups = GROUPS.get(" ".join(by.split()).lower())
-    if groups is None:
-        raise ApiError(422, f"by: {by!r} is not a grouping; use model, scenario or model+scenario (alias system)")
-    return groups
-
-
-@router.get("", response_model=ScoresOut, responses={422: {"model": ErrorOut}})
+@router.get("", response_model=ScoresOut)
 def get_scores(
     store: Annotated[Store, Depends(get_store)],
-    by: Annotated[str, Query(description="model, scenario or model+scenario (alias: system)")] = "model+scenario",
-    judge: Annotated[str | None, Query(description='only this judge, e.g. "anthropic/<model>" or "rubric/human"')] = None,
-    criteria: Annotated[str, Query(description="the criteria set scored under")] = "compqa",
+    by: Annotated[By, Query(description="group by model, scenario or model+scenario (alias: system; any case)")]
+    = By.SYSTEM,
+    judge: Annotated[
+        FilterText | None, Query(description='only this judge, e.g. "anthropic/<model>" or "rubric/human"')
+    ] = None,
+    criteria: Annotated[Criteria, Query(description="the criteria set scored under")] = Criteria.COMPQA,
 ) -> ScoresOut:
     """Mean, standard deviation and count of the scores per group, for each judge (or one)."""
-    groups = parse_groups(by)
-    judges = [judge] if judge is not None else store.score_judges(criteria)
+    groups, criteria_set = GROUPS[by.level], criteria.value
+    judges = [judge] if judge is not None else store.score_judges(criteria_set)
     rows = [
         ScoreRow(judge=name, model=row.get("model"), scenario=row.get("scenario"), mean=finite(row["mean"]),
                  std=finite(row["std"]), n=int(row["n"]))
         for name in judges
-        for row in store.score_means(name, criteria, groups)
+        for row in store.score_means(name, criteria_set, groups)
     ]
-    return ScoresOut(by="+".join(groups), criteria=criteria, judge=judge, rows=rows)
+    return ScoresOut(by="+".join(groups), criteria=criteria_set, judge=judge, rows=rows)

@@ -11,20 +11,35 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import TypeAdapter
 
 from leaderboard.keys import default_question_id
-from service.api_models import ErrorOut, SubmissionIn, SubmissionRef, SubmissionsCreated
+from service.api_models import (
+    SubmissionIn,
+    SubmissionRef,
+    SubmissionsCreated,
+    SubmissionsOut,
+)
 from service.auth import require_api_key
 from service.config import Settings
 from service.store import NewSubmission, Store
 
-from .common import ApiError, get_settings, get_store, json_body, validate
+from .common import (
+    ApiError,
+    FilterText,
+    Limit,
+    Offset,
+    error_responses,
+    get_settings,
+    get_store,
+    json_body,
+    request_body,
+    validate,
+)
 
-router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+router = APIRouter(prefix="/api/submissions", tags=["submissions"], responses=error_responses(422))
 
 _ONE = TypeAdapter(SubmissionIn)
 _MANY = TypeAdapter(list[SubmissionIn])
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 403, 409, 413, 422)
-}
+# The body the route reads itself (see routes.common): one submission or a non-empty array.
+_BODY = request_body({"anyOf": [_ONE.json_schema(), {"type": "array", "minItems": 1, "items": _ONE.json_schema()}]})
 
 
 def to_new(item: SubmissionIn) -> NewSubmission:
@@ -58,8 +73,9 @@ def parse_submissions(body: Any, max_batch: int) -> list[SubmissionIn]:
     "",
     status_code=201,
     response_model=SubmissionsCreated,
-    responses=_ERRORS,
+    responses=error_responses(400, 401, 403, 409, 413, 422),
     dependencies=[Depends(require_api_key)],
+    openapi_extra=_BODY,
 )
 def create_submissions(
     body: Annotated[Any, Depends(json_body)],
@@ -72,14 +88,14 @@ def create_submissions(
     return SubmissionsCreated(submissions=[SubmissionRef(id=i, created=c) for i, c in results])
 
 
-@router.get("")
+@router.get("", response_model=SubmissionsOut)
 def list_submissions(
     store: Annotated[Store, Depends(get_store)],
-    model: str | None = None,
-    scenario: str | None = None,
-    question_id: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    model: Annotated[FilterText | None, Query(description="only this generator model")] = None,
+    scenario: Annotated[FilterText | None, Query(description="only this prompt scenario")] = None,
+    question_id: Annotated[FilterText | None, Query(description="only answers to this question")] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> dict[str, list[dict]]:
     """Submissions in id order, filtered by model, scenario and question id."""
     return {

@@ -3,7 +3,9 @@ would take (`?dry_run=true`); follow it, cancel it, and read its judgements.
 
 A sampled tournament without a seed gets one drawn here and stored in its spec, so every run,
 nightly re-runs included, can be planned again identically. A `budget` needs a judge with a
-price (`leaderboard.pricing`, `JOUST_PRICES`): without one its spend could not be counted.
+price (`leaderboard.pricing`, `JOUST_PRICES`): without one its spend could not be counted. A
+judge needs its credentials configured here (`check_credentials`): without them every match
+would fail at the provider after its retries. A dry run is checked like a real run.
 """
 from __future__ import annotations
 
@@ -18,28 +20,45 @@ from pydantic import TypeAdapter
 from leaderboard.pricing import price_of
 from leaderboard.types import Delivery, Level
 from service import rounds, tournaments
-from service.api_models import DryRunOut, ErrorOut, TournamentCreated, TournamentIn, TournamentRetried
+from service.api_models import (
+    DryRunOut,
+    TournamentCreated,
+    TournamentIn,
+    TournamentRetried,
+)
 from service.auth import require_api_key
 from service.config import Settings
 from service.cron import next_due
 from service.queue import JobQueue
 from service.store import RetryRefused, Store
 
-from .common import ApiError, get_queue, get_settings, get_store, json_body, validate
+from .common import (
+    ApiError,
+    Limit,
+    Offset,
+    error_responses,
+    get_queue,
+    get_settings,
+    get_store,
+    id_path,
+    json_body,
+    request_body,
+    validate,
+)
 
-router = APIRouter(prefix="/api/tournaments", tags=["tournaments"])
+router = APIRouter(prefix="/api/tournaments", tags=["tournaments"], responses=error_responses(422))
 
 _REQUEST = TypeAdapter(TournamentIn)
-_WRITE_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 413, 422)}
-_READ_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (404, 422)}
+TournamentId = Annotated[int, id_path("tournament")]
 
 
 def build_spec(request: TournamentIn, settings: Settings) -> dict:
-    """The stored spec: everything needed to plan and judge the tournament again."""
+    """The stored spec: everything needed to plan and judge the tournament again; 422 when its
+    judge has no credentials here (`check_credentials`, so that every front end refuses it)."""
     seed = request.seed
     if request.mode == "sampled" and seed is None:
         seed = secrets.randbelow(2**31)
-    return {
+    spec = {
         "mode": request.mode,
         "judge": request.judge or settings.judge,
         "order": request.order,
@@ -55,6 +74,40 @@ def build_spec(request: TournamentIn, settings: Settings) -> dict:
         "delivery": delivery_of(request, settings),
         **_round_options(request),
     }
+    check_credentials(spec, settings)
+    return spec
+
+
+def check_spec(spec: dict, settings: Settings, store: Store) -> None:
+    """Every check of a built spec (budget, criteria, delivery, anchors): 422 for the first that fails."""
+    check_budget(spec, settings)
+    check_criteria(spec)
+    check_delivery(spec)
+    check_anchors(spec, store)
+
+
+def _refuse(field: str, message: str) -> ApiError:
+    return ApiError(422, f"{field}: {message}", details=[{"path": field, "message": message}])
+
+
+def check_credentials(spec: dict, settings: Settings) -> None:
+    """422 naming the variable to set when the judge cannot be reached from here: an
+    `anthropic/` judge needs ANTHROPIC_API_KEY (also with a custom ANTHROPIC_BASE_URL, whose
+    server the SDK sends it to); an `openai/` judge needs a server (OPENAI_BASE_URL or its own
+    base_url in JOUST_JUDGE_ENDPOINTS; a key is optional there) or, for OpenAI itself, a key
+    (OPENAI_API_KEY or its own); an `offline/` judge needs nothing."""
+    judge = spec["judge"]
+    provider = judge.partition("/")[0]
+    if provider == "anthropic" and not settings.anthropic_api_key:
+        where = " (the key the server at ANTHROPIC_BASE_URL expects)" if settings.anthropic_base_url else ""
+        raise _refuse("judge", f"the judge {judge!r} needs an Anthropic API key: set ANTHROPIC_API_KEY{where}")
+    if provider == "openai":
+        endpoint = settings.endpoint(judge)
+        if not endpoint.base_url and not endpoint.api_key:
+            raise _refuse("judge", (
+                f"the judge {judge!r} has no server: set OPENAI_BASE_URL (an OpenAI-compatible server such as "
+                f"vLLM or Ollama) or give {judge!r} a base_url in JOUST_JUDGE_ENDPOINTS; for OpenAI itself, "
+                "set OPENAI_API_KEY"))
 
 
 def delivery_of(request: TournamentIn, settings: Settings) -> str:
@@ -69,9 +122,8 @@ def delivery_of(request: TournamentIn, settings: Settings) -> str:
 def check_delivery(spec: dict) -> None:
     """422 when batch delivery is asked of a judge whose provider has no batch API here."""
     if spec["delivery"] == Delivery.BATCH.value and not spec["judge"].startswith("anthropic/"):
-        message = (f"batch delivery needs an anthropic/ judge (Anthropic's Message Batches API); "
-                   f"{spec['judge']!r} is judged live")
-        raise ApiError(422, f"delivery: {message}", details=[{"path": "delivery", "message": message}])
+        raise _refuse("delivery", f"batch delivery needs an anthropic/ judge (Anthropic's Message Batches API); "
+                                  f"{spec['judge']!r} is judged live")
 
 
 def _round_options(request: TournamentIn) -> dict:
@@ -92,15 +144,14 @@ def check_anchors(spec: dict, store: Store) -> None:
     try:
         spec["anchor_ratings"] = rounds.anchor_ratings(store, spec["judge"], Level(spec["level"]), spec["anchors"])
     except ValueError as exc:
-        raise ApiError(422, f"anchors: {exc}", details=[{"path": "anchors", "message": str(exc)}]) from exc
+        raise _refuse("anchors", str(exc)) from exc
 
 
 def check_budget(spec: dict, settings: Settings) -> None:
     """422 when a budget is asked of a judge without a price."""
     if spec["budget"] is not None and price_of(spec["judge"], settings.price_table()) is None:
-        message = (f"the judge {spec['judge']!r} has no price, so a budget cannot be kept: give it one in the "
-                   "JOUST_PRICES file, or drop the budget")
-        raise ApiError(422, f"budget: {message}", details=[{"path": "budget", "message": message}])
+        raise _refuse("budget", f"the judge {spec['judge']!r} has no price, so a budget cannot be kept: give it one "
+                                "in the JOUST_PRICES file, or drop the budget")
 
 
 # Criteria sets that need a chat judge: the offline judge answers no free-form prompt.
@@ -110,17 +161,18 @@ CHAT_ONLY_CRITERIA = ("dimensions", "factsim")
 def check_criteria(spec: dict) -> None:
     """422 when the judge cannot answer the criteria set at all, instead of failing every match."""
     if spec["judge"].startswith("offline/") and spec["criteria"] in CHAT_ONLY_CRITERIA:
-        message = (f"the offline judge {spec['judge']!r} cannot judge {spec['criteria']!r}, which needs a chat "
-                   "judge (anthropic/... or openai/...)")
-        raise ApiError(422, f"criteria: {message}", details=[{"path": "criteria", "message": message}])
+        raise _refuse("criteria", f"the offline judge {spec['judge']!r} cannot judge {spec['criteria']!r}, which "
+                                  "needs a chat judge (anthropic/... or openai/...)")
 
 
 @router.post(
     "",
     status_code=202,
     response_model=TournamentCreated | DryRunOut,
-    responses={**_WRITE_ERRORS, 200: {"model": DryRunOut, "description": "a dry run: nothing was created"}},
+    responses={**error_responses(400, 401, 403, 413, 422),
+               200: {"model": DryRunOut, "description": "a dry run: nothing was created"}},
     dependencies=[Depends(require_api_key)],
+    openapi_extra=request_body(_REQUEST.json_schema()),
 )
 def create_tournament(
     body: Annotated[Any, Depends(json_body)],
@@ -134,10 +186,7 @@ def create_tournament(
     `dry_run=true`, answer 200 with what that would take and create nothing."""
     request = validate(_REQUEST, body)
     spec = build_spec(request, settings)
-    check_budget(spec, settings)
-    check_criteria(spec)
-    check_delivery(spec)
-    check_anchors(spec, store)
+    check_spec(spec, settings, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
         response.status_code = 200
@@ -152,15 +201,15 @@ def create_tournament(
 @router.get("")
 def list_tournaments(
     store: Annotated[Store, Depends(get_store)],
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> dict[str, list[dict]]:
     """Tournaments, newest first, with their match counts."""
     return {"tournaments": store.list_tournaments(limit=limit, offset=offset)}
 
 
-@router.get("/{tournament_id}", responses=_READ_ERRORS)
-def get_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+@router.get("/{tournament_id}", responses=error_responses(404, 422))
+def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
     """Status and progress: matches_total, matches_done, matches_failed, the runs a schedule
     started, budget, spent_usd and stopped_reason ("budget" when the budget stopped it)."""
     return store.get_tournament(tournament_id)
@@ -168,10 +217,10 @@ def get_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store
 
 @router.post(
     "/{tournament_id}/cancel",
-    responses={**_READ_ERRORS, 401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 422),
     dependencies=[Depends(require_api_key)],
 )
-def cancel_tournament(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
     """Cancel the matches not yet judged and stop the schedule; judgements made stay."""
     return store.cancel_tournament(tournament_id)
 
@@ -179,11 +228,11 @@ def cancel_tournament(tournament_id: int, store: Annotated[Store, Depends(get_st
 @router.post(
     "/{tournament_id}/retry",
     status_code=202,
-    responses={**_READ_ERRORS, 401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+    responses=error_responses(401, 403, 404, 409, 422),
     dependencies=[Depends(require_api_key)],
 )
 def retry_tournament(
-    tournament_id: int,
+    tournament_id: TournamentId,
     store: Annotated[Store, Depends(get_store)],
     queue: Annotated[JobQueue, Depends(get_queue)],
 ) -> TournamentRetried:
@@ -199,8 +248,8 @@ def retry_tournament(
     return TournamentRetried(id=tournament_id, status="running", retried=len(ids))
 
 
-@router.get("/{tournament_id}/judgements", responses=_READ_ERRORS)
-def tournament_judgements(tournament_id: int, store: Annotated[Store, Depends(get_store)]) -> dict:
+@router.get("/{tournament_id}/judgements", responses=error_responses(404, 422))
+def tournament_judgements(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
     """Per judged match: a, b, outcome ("A" = a won, "B", "TIE"), consistent, and the calls
     (which submission was shown first, the positional winner, the reason)."""
     return {"tournament": tournament_id, "judgements": store.tournament_judgements(tournament_id)}
