@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO))
 from leaderboard.board import build_board
 from leaderboard.keys import content_hash
 from leaderboard.players import battles_at_level
+from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Winner
 from service.redis_server import RedisServer, free_port
 from service.store import NewJudgement, NewSubmission, Store
@@ -85,7 +86,7 @@ def populate(store: Store, judgements: int, models: int, scenarios: int, questio
     draw = rng.random(judgements)
     p_a = 1.0 / (1.0 + np.exp(-gap))
     outcome = np.where(draw < 0.1, "TIE", np.where(draw < 0.1 + 0.9 * p_a, "A", "B"))
-    tid = store.create_tournament("bench bulk", {"judge": JUDGE}, [])
+    tid = store.create_tournament("bench bulk", RunSpec(judge=JUDGE), [])
     with store.engine.connect() as conn:
         for start in range(0, len(sub_rows), CHUNK):
             with conn.begin():
@@ -127,7 +128,7 @@ class Writer(threading.Thread):
         rng = np.random.default_rng(1)
         pairs = {tuple(sorted(rng.choice(len(ids), 2, replace=False))) for _ in range(limit * 2)}
         plan = [Pair(ids[i], ids[j]) for i, j in sorted(pairs)][:limit]
-        self.matches = self.store.pending_matches(self.store.create_tournament("bench live", {"judge": JUDGE}, plan))
+        self.matches = self.store.pending_matches(self.store.create_tournament("bench live", RunSpec(judge=JUDGE), plan))
 
     def run(self) -> None:
         for n, match_id in enumerate(self.matches):

@@ -72,6 +72,7 @@ from rq import Queue, Worker
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from leaderboard.spec import RunSpec
 from service.queue import JobQueue
 from service.processes import stop_groups
 from service.redis_server import RedisServer, die_with_parent
@@ -296,7 +297,7 @@ class Bench:
         }
 
     def launch(self, redis: Redis, queue: str, name: str, judge: str, **filters: object) -> int:
-        spec = {"mode": "round_robin", "judge": judge, "order": "both", "criteria": "overall", **filters}
+        spec = RunSpec(judge=judge, **filters)  # type: ignore[arg-type]
         launched = launch(self.store, JobQueue(redis, queue, JOB_TIMEOUT_S), name, spec)
         assert launched.queued, "Redis did not take the matches"
         return launched.id

@@ -41,10 +41,18 @@ class OrderPolicy(str, Enum):
 
 
 class Mode(str, Enum):
-    """How a tournament picks its pairs."""
+    """How a tournament picks its pairs (`import`: none, its verdicts came from a file)."""
 
     ROUND_ROBIN = "round_robin"
     SAMPLED = "sampled"
+    ADAPTIVE = "adaptive"
+    ANCHORED = "anchored"
+    IMPORT = "import"
+
+    @property
+    def live(self) -> bool:
+        """A mode whose runs ask a judge (every one but `import`)."""
+        return self is not Mode.IMPORT
 
 
 class MatchStatus(str, Enum):
@@ -119,6 +127,11 @@ class BatchStatus(str, Enum):
     ABANDONED = "abandoned"  # the create call was refused, or never reached the provider
 
 
+PLACEHOLDER_OUTPUT = "(imported battle: output not available)"
+"""The output of a submission made from an imported battle, which carries none. Its verdicts
+came from the file; a live tournament never pairs it: there is no text to show a judge."""
+
+
 @dataclass(frozen=True)
 class Submission:
     """One generator model's output, under one prompt scenario, for one question."""
@@ -129,6 +142,11 @@ class Submission:
     model: str
     scenario: str
     output: str
+
+    @property
+    def placeholder(self) -> bool:
+        """Made from an imported battle: no output to judge (`PLACEHOLDER_OUTPUT`)."""
+        return self.output == PLACEHOLDER_OUTPUT
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,8 @@ class DryRunOut(BaseModel):
     created. `cached`: matches a judgement answers without a call; `calls` as the criteria set
     spends them (`leaderboard.callplan`); `estimated_cost_usd` is null when the judge has no
     price (`priced` false); `seed` is the sampled plan's seed, to send back so the run plans the
-    same pairs."""
+    same pairs; `placeholders_skipped`: submissions the filters admit that no live run pairs
+    (those of imported battles, which have no output to judge)."""
 
     matches: int
     calls: int
@@ -349,6 +350,7 @@ class DryRunOut(BaseModel):
     estimated_cost_usd: float | None
     judge: str
     priced: bool
+    placeholders_skipped: int
     seed: int | None
 
 

@@ -194,13 +194,12 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     try:
         try:  # the API's own checks, every one of them
             request = validate(TypeAdapter(TournamentIn), {k: v for k, v in fields.items() if v is not None})
-            spec = build_spec(request, settings)
-            check_spec(spec, settings, store)
+            spec = check_spec(build_spec(request, settings), settings, store)
         except ApiError as exc:
             print(f"joust tournament: {exc.message}", file=sys.stderr)
             return 2
         if args.dry_run:
-            out = {**asdict(tournaments.dry_run(store, spec, settings.price_table())), "seed": spec["seed"]}
+            out = {**asdict(tournaments.dry_run(store, spec, settings.price_table())), "seed": spec.seed}
         else:
             from redis import Redis
 

@@ -16,6 +16,9 @@ from leaderboard.pricing import DEFAULT_PRICES, Price, parse_price_table
 DEFAULT_JUDGE = "anthropic/claude-sonnet-4-5"
 # The judge that needs no network and no key: what `joust up` uses when no provider is configured.
 OFFLINE_JUDGE = "offline/rubric"
+# Every offline judge the workers have (`workers.providers.offline_judge.SCORERS`; a test checks
+# they agree): the service refuses any other `offline/` judge, which could only fail its matches.
+OFFLINE_JUDGES = (OFFLINE_JUDGE,)
 
 
 def default_judge(env: Mapping[str, str]) -> str:

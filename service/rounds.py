@@ -6,24 +6,29 @@ judge's verdicts at the run's level (only between players of the run's field), a
 (`StopReason`: the target is met, the calls or the money are spent, or no uncached pair is
 left) or plan the next `round_size` pairs with `leaderboard.adaptive.plan_round`. A pair the
 judge has already judged (same criteria and prompt version) or this run has already planned is
-never planned again. A scheduled re-run (`spec["rerun"]`, set by the scheduler) also skips pairs
+never planned again. A scheduled re-run (`spec.rerun`, set by the scheduler) also skips pairs
 of players whose intervals no longer overlap, so a night spends only on new submissions and
-pairs still unsettled; a first run may still use them to narrow intervals (`target_ci_width`). Two schedulers may tick at once: a round is claimed with a
-compare-and-set on the run's `rounds` counter, so it is planned (or finished) once.
+pairs still unsettled; a first run may still use them to narrow intervals (`target_ci_width`).
+Two schedulers may tick at once: a round is claimed with a compare-and-set on the run's `rounds`
+counter, so it is planned (or finished) once. `max_calls` counts every call the run used
+(`Store.calls_made`): its judgements' calls, and those of attempts that stored none.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from leaderboard.adaptive import StopReason, plan_round, stop_reason
 from leaderboard.anchors import anchored_intervals, plan_anchored
 from leaderboard.board import build_board
+from leaderboard.keys import answering_orders
 from leaderboard.players import battles_at_level, player_of
 from leaderboard.ranks import rank_intervals
 from leaderboard.ratings import bradley_terry_intervals
+from leaderboard.spec import RunSpec
 from leaderboard.templates import template_version
 from leaderboard.types import Battle, Level, Pair, Rating, Submission
 
@@ -31,8 +36,6 @@ from .store import Store
 
 log = logging.getLogger(__name__)
 
-ROUND_SIZE = 20
-"""Pairs per adaptive round when the spec does not say."""
 
 
 @dataclass(frozen=True)
@@ -43,35 +46,23 @@ class Step:
     reason: str | None
 
 
-def level_of(spec: dict) -> Level:
-    """The level a spec ranks at (model by default)."""
-    return Level(spec.get("level") or Level.MODEL.value)
+def field_of(store: Store, spec: RunSpec) -> list[Submission]:
+    """The submissions a spec's filters select, as stored now (never a placeholder)."""
+    return store.select_submissions(models=spec.models, scenarios=spec.scenarios, questions=spec.questions)
 
 
-def calls_per_judgement(spec: dict) -> int:
-    """Judge calls one new judgement costs: 2 for order "both", 1 for "single"."""
-    return 2 if spec.get("order", "both") == "both" else 1
-
-
-def field_of(store: Store, spec: dict) -> list[Submission]:
-    """The submissions a spec's filters select, as stored now."""
-    return store.select_submissions(
-        models=spec.get("models"), scenarios=spec.get("scenarios"), questions=spec.get("questions")
-    )
-
-
-def field_battles(store: Store, spec: dict, subs: list[Submission]) -> list[Battle]:
+def field_battles(store: Store, spec: RunSpec, subs: list[Submission]) -> list[Battle]:
     """The judge's counted verdicts at the spec's level between two players of the field."""
-    level = level_of(spec)
-    players = {player_of(s.model, s.scenario, level) for s in subs}
-    battles = battles_at_level(store.side_rows(judge=spec["judge"]), level)
+    players = {player_of(s.model, s.scenario, spec.level) for s in subs}
+    battles = battles_at_level(store.side_rows(judge=spec.judge), spec.level)
     return [b for b in battles if b.a in players and b.b in players]
 
 
-def known_pairs(store: Store, spec: dict, tournament_id: int | None) -> set[tuple[int, int]]:
-    """Pairs never to pay for again: judged by this judge already, or planned by this run."""
-    criteria = spec.get("criteria", "overall")
-    known = store.judged_pairs(spec["judge"], criteria, template_version(criteria))
+def known_pairs(store: Store, spec: RunSpec, tournament_id: int | None) -> set[tuple[int, int]]:
+    """Pairs never to pay for again: judged by this judge already (with a judgement that
+    answers the spec's order policy), or planned by this run."""
+    version = template_version(spec.criteria)
+    known = store.judged_pairs(spec.judge, spec.criteria, version, answering_orders(spec.order))
     return known | (store.tournament_pairs(tournament_id) if tournament_id is not None else set())
 
 
@@ -100,38 +91,37 @@ def settled_pairs(subs: list[Submission], battles: list[Battle], level: Level) -
     return settled
 
 
-def next_step(store: Store, spec: dict, tournament_id: int | None, round_no: int) -> Step:
+def next_step(store: Store, spec: RunSpec, tournament_id: int | None, round_no: int) -> Step:
     """Stop or plan round `round_no` (1 at creation, `tournament_id` None then)."""
     subs = field_of(store, spec)
     battles = field_battles(store, spec, subs)
-    level = level_of(spec)
-    budget = spec.get("budget")
-    if tournament_id is not None and budget is not None and store.tournament_spend(tournament_id) >= float(budget):
+    level, budget = spec.level, spec.budget
+    if tournament_id is not None and budget is not None and store.tournament_spend(tournament_id) >= budget:
         return Step([], StopReason.BUDGET.value)
-    reached = stop_reason(battles, level, target_ci_width=spec.get("target_ci_width"), submissions=subs)
+    reached = stop_reason(battles, level, target_ci_width=spec.target_ci_width, submissions=subs)
     if reached is not None:
         return Step([], reached.value)
-    size = int(spec.get("round_size") or ROUND_SIZE)
-    per = calls_per_judgement(spec)
-    if spec.get("max_calls") is not None:
-        made = store.judgements_made(tournament_id) if tournament_id is not None else 0
-        size = min(size, (int(spec["max_calls"]) - per * made) // per)
+    size = spec.round_size
+    per = spec.calls_per_judgement
+    if spec.max_calls is not None:
+        used = store.calls_made(tournament_id, per) if tournament_id is not None else 0
+        size = min(size, (spec.max_calls - used) // per)
         if size <= 0:
             return Step([], StopReason.MAX_CALLS.value)
-    rng = random.Random(f"{spec.get('seed') or 0}/{round_no}")
+    rng = random.Random(f"{spec.seed or 0}/{round_no}")
     skip = known_pairs(store, spec, tournament_id)
-    if spec.get("rerun"):  # a scheduled re-run spends only on new submissions and unsettled pairs
+    if spec.rerun:  # a scheduled re-run spends only on new submissions and unsettled pairs
         skip |= settled_pairs(subs, battles, level)
     pairs = plan_round(subs, battles, level, budget=size, judged=skip, rng=rng)
     return Step(pairs, None) if pairs else Step([], StopReason.EXHAUSTED.value)
 
 
-def first_round(store: Store, spec: dict) -> Step:
+def first_round(store: Store, spec: RunSpec) -> Step:
     """Round 1 of a new adaptive run."""
     return next_step(store, spec, None, 1)
 
 
-def advance(store: Store, tournament_id: int, spec: dict, rounds: int) -> list[int] | None:
+def advance(store: Store, tournament_id: int, spec: RunSpec, rounds: int) -> list[int] | None:
     """After a round: finish the run or claim and store the next round.
 
     The new round's pending match ids (the caller hands them out), or None when the run was
@@ -151,7 +141,7 @@ def advance(store: Store, tournament_id: int, spec: dict, rounds: int) -> list[i
 # ---------------------------------------------------------------- anchored
 
 
-def anchor_ratings(store: Store, judge: str, level: Level, anchors: list[str]) -> dict[str, float]:
+def anchor_ratings(store: Store, judge: str, level: Level, anchors: Sequence[str]) -> dict[str, float]:
     """The anchors' ratings on the judge's current board; ValueError naming any without battles."""
     fitted = bradley_terry_intervals(battles_at_level(store.side_rows(judge=judge), level))
     missing = [a for a in anchors if a not in fitted]
@@ -160,20 +150,20 @@ def anchor_ratings(store: Store, judge: str, level: Level, anchors: list[str]) -
     return {a: float(fitted[a][0]) for a in anchors}
 
 
-def anchored_pairs(store: Store, spec: dict) -> list[Pair]:
+def anchored_pairs(store: Store, spec: RunSpec) -> list[Pair]:
     """Every entrant meets at least three anchors; pairs already judged are not planned."""
-    rng = random.Random(f"{spec.get('seed') or 0}/anchored")
+    rng = random.Random(f"{spec.seed or 0}/anchored")
     return plan_anchored(
-        field_of(store, spec), spec["anchors"], level_of(spec), judged=known_pairs(store, spec, None), rng=rng
+        field_of(store, spec), list(spec.anchors or ()), spec.level, judged=known_pairs(store, spec, None), rng=rng
     )
 
 
-def anchored_board(store: Store, spec: dict, *, k: float = 32.0) -> list[Rating]:
+def anchored_board(store: Store, spec: RunSpec, *, k: float = 32.0) -> list[Rating]:
     """An anchored tournament's board, best first: the judge's verdicts between players of its
     field, rated with the anchors held at the ratings stored in its spec (counts and online Elo
     as on any board; ranks from the anchored intervals)."""
     battles = field_battles(store, spec, field_of(store, spec))
-    fixed = {name: float(rating) for name, rating in spec["anchor_ratings"].items()}
+    fixed = dict(spec.anchor_ratings or {})
     fitted = anchored_intervals(battles, fixed)
     rows = build_board(battles, k=k)
     rated = [dataclasses.replace(r, rating=fitted[r.player][0], ci_low=fitted[r.player][1],

@@ -25,7 +25,7 @@ from .liveness import beat_scheduler
 from .queue import JobQueue
 from .rounds import advance
 from .store import Store
-from .tournaments import hand_out, in_batches, launch
+from .tournaments import hand_out, launch
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +60,14 @@ class Scheduler:
                 continue  # another scheduler took it
             stamp = datetime.fromtimestamp(due["next_run_at"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             run = launch(
-                self.store, self.queue, f"{due['name']} @ {stamp}", {**due["spec"], "rerun": True}, parent_id=due["id"]
+                self.store, self.queue, f"{due['name']} @ {stamp}", due["spec"].with_(rerun=True), parent_id=due["id"]
             )
             log.info("started run %d of tournament %d (%d matches)", run.id, due["id"], run.matches_total)
             report.started.append(run.id)
         for due in self.store.rounds_due():
             new = advance(self.store, due["id"], due["spec"], due["rounds"])
             if new is not None:
-                if not in_batches(due["spec"]):  # a batch run's round waits for the batch driver
+                if not due["spec"].batch:  # a batch run's round waits for the batch driver
                     hand_out(self.store, self.queue, new)
                 report.rounds.append(due["id"])
         report.snapshots = take_snapshots(self.store)

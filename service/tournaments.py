@@ -2,7 +2,9 @@
 
 The API and the scheduler both start runs through `launch`, so a nightly re-run is planned
 exactly like the first run, against the submissions present at that moment. `dry_run` plans
-the same way and says what judging would take, creating nothing.
+the same way and says what judging would take, creating nothing. Neither pairs a placeholder (an
+imported battle's submission, which has no output to show a judge); a dry run says how many it
+left out.
 """
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ from redis.exceptions import RedisError
 
 from leaderboard import callplan, pairing
 from leaderboard.factsim import summary_sources
-from leaderboard.keys import judgement_key
+from leaderboard.keys import answering_keys, judgement_key
 from leaderboard.pricing import Price, cost_usd, price_of
 from leaderboard.rubric import RULES_VERSION
+from leaderboard.spec import RunSpec
 from leaderboard.templates import compqa_score_version, template_version
-from leaderboard.types import Delivery, Mode, OrderPolicy, Pair, Submission
+from leaderboard.types import Mode, Pair, Submission
 
 from . import rounds
 from .queue import JobQueue
@@ -45,7 +48,9 @@ class DryRun:
     submission to score for compqa, one per text to extract for factsim); `cached` counts the
     matches a judgement answers without a call (one stored already, or made by an earlier match
     of the same run); `estimated_cost_usd` is None when calls are needed and the judge has no
-    price (`priced` False); 0.0 when no call is needed; rounded to micro-dollars."""
+    price (`priced` False); 0.0 when no call is needed; rounded to micro-dollars.
+    `placeholders_skipped`: submissions the filters admit that no live run pairs (imported
+    battles' placeholders)."""
 
     matches: int
     calls: int
@@ -53,41 +58,44 @@ class DryRun:
     estimated_cost_usd: float | None
     judge: str
     priced: bool
+    placeholders_skipped: int
 
 
-def plan(store: Store, spec: dict) -> list[Pair]:
+def plan(store: Store, spec: RunSpec) -> list[Pair]:
     """The pairs a tournament spec asks for, over the submissions stored now (for an adaptive
     spec, its first round)."""
-    if spec.get("mode") == "adaptive":
+    if spec.adaptive:
         return rounds.first_round(store, spec).pairs
-    if spec.get("mode") == "anchored":
+    if spec.anchored:
         return rounds.anchored_pairs(store, spec)
-    return _pairs(_candidates(store, spec), spec)
+    return _pairs(rounds.field_of(store, spec), spec)
 
 
-def dry_run(store: Store, spec: dict, prices: Mapping[str, Price]) -> DryRun:
+def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
     """Plan the run and count its calls and cost without creating anything.
 
-    Each pair's judgement key is computed as a worker would and looked up in one read; the pairs
-    of the distinct keys not stored are counted, in plan order, as the spec's criteria set
+    Each pair's judgement key is computed as a worker would and looked up in one read, with the
+    other keys whose judgement would answer it (a `both` judgement answers a `single` run); the
+    pairs of the distinct keys not answered are counted, in plan order, as the spec's criteria set
     spends (`leaderboard.callplan`): what a stored score or stored facts already answer (compqa,
     factsim) costs nothing, and work shared between pairs (a submission's score, a source's
     facts) is counted once. Each call is estimated at chars/4 tokens of the texts it shows plus
     the prompt's own, and its reply as `callplan` says. The reminder re-ask, retries and
     failing matches are not counted.
     """
-    subs = _candidates(store, spec)
+    subs = rounds.field_of(store, spec)
     pairs = plan(store, spec)
     by_id = {sub.id: sub for sub in subs}
-    judge, criteria = spec["judge"], spec.get("criteria", "overall")
+    judge, criteria, order = spec.judge, spec.criteria, spec.order
     version = template_version(criteria)
-    first_of_key: dict[str, Pair] = {}
+    first_of_key: dict[str, tuple[Pair, tuple[str, ...]]] = {}
     for pair in pairs:
         a, b = by_id[pair.a], by_id[pair.b]
-        first_of_key.setdefault(judgement_key(judge, version, criteria, a.question, a.output, b.output), pair)
-    stored = store.existing_keys(list(first_of_key))
-    todo = [(by_id[pair.a], by_id[pair.b]) for key, pair in first_of_key.items() if key not in stored]
-    calls = callplan.count_calls(criteria, todo, OrderPolicy(spec.get("order", "both")), _stored(store, spec, todo))
+        texts = (judge, version, criteria, a.question, a.output, b.output)
+        first_of_key.setdefault(judgement_key(*texts, order), (pair, answering_keys(*texts, order)))
+    stored = store.existing_keys([key for _, keys in first_of_key.values() for key in keys])
+    todo = [(by_id[pair.a], by_id[pair.b]) for pair, keys in first_of_key.values() if stored.isdisjoint(keys)]
+    calls = callplan.count_calls(criteria, todo, order, _stored(store, spec, todo))
     estimate = cost_usd(judge, calls.input_tokens, calls.output_tokens, prices)
     return DryRun(
         matches=len(pairs),
@@ -96,22 +104,24 @@ def dry_run(store: Store, spec: dict, prices: Mapping[str, Price]) -> DryRun:
         estimated_cost_usd=(None if estimate is None else round(estimate, 6)) if calls.calls else 0.0,
         judge=judge,
         priced=price_of(judge, prices) is not None,
+        placeholders_skipped=store.count_placeholders(models=spec.models, scenarios=spec.scenarios,
+                                                      questions=spec.questions),
     )
 
 
-def _stored(store: Store, spec: dict, todo: list[tuple[Submission, Submission]]) -> callplan.Stored:
+def _stored(store: Store, spec: RunSpec, todo: list[tuple[Submission, Submission]]) -> callplan.Stored:
     """What the store already holds that spares the run's criteria set a call: the sides'
     single scores under this judge (compqa, factsim) and, for factsim, the texts each side
     summarises."""
-    criteria = spec.get("criteria", "overall")
+    criteria = spec.criteria
     if criteria not in ("compqa", "factsim"):
         return callplan.Stored()
     ids = sorted({sub.id for pair in todo for sub in pair})
     scores = {sid: callplan.stored_score(found["detail"])
-              for sid, found in store.find_scores(ids, spec["judge"], criteria).items()}
+              for sid, found in store.find_scores(ids, spec.judge, criteria).items()}
     if criteria == "compqa":
         # An offline judge scores with its own rubric rules, and its scores carry their version.
-        rules = RULES_VERSION if spec["judge"].startswith("offline/") else None
+        rules = RULES_VERSION if spec.judge.startswith("offline/") else None
         return callplan.Stored(scores=scores, compqa_version=compqa_score_version(rules))
     metadata = store.submission_metadata(ids)
     by_id = {sub.id: sub for pair in todo for sub in pair}
@@ -127,18 +137,12 @@ def _sources(sub: Submission, metadata: dict) -> tuple[str, ...] | None:
         return None
 
 
-def _candidates(store: Store, spec: dict) -> list[Submission]:
-    """The submissions a spec's filters select, as stored now."""
-    return store.select_submissions(
-        models=spec.get("models"), scenarios=spec.get("scenarios"), questions=spec.get("questions")
-    )
-
-
-def _pairs(subs: list[Submission], spec: dict) -> list[Pair]:
+def _pairs(subs: list[Submission], spec: RunSpec) -> list[Pair]:
     """The pairs of the spec's mode over `subs`."""
-    mode = Mode(spec.get("mode", Mode.ROUND_ROBIN.value))
-    if mode is Mode.SAMPLED:
-        return pairing.sampled(subs, int(spec["opponents"]), random.Random(int(spec["seed"])))
+    if spec.mode is Mode.SAMPLED:
+        if spec.opponents is None:
+            raise ValueError("a sampled tournament needs its number of opponents")
+        return pairing.sampled(subs, spec.opponents, random.Random(spec.seed or 0))
     return pairing.round_robin(subs)
 
 
@@ -146,7 +150,7 @@ def launch(
     store: Store,
     queue: JobQueue,
     name: str,
-    spec: dict,
+    spec: RunSpec,
     *,
     schedule: str | None = None,
     next_run_at: float | None = None,
@@ -154,21 +158,15 @@ def launch(
 ) -> Launched:
     """Create a run and enqueue its matches (an adaptive run: its first round, or none and
     done at once with its `stopped_reason`); a batch run's matches wait for the batch driver."""
-    step = rounds.first_round(store, spec) if spec.get("mode") == "adaptive" else rounds.Step(plan(store, spec), None)
+    step = rounds.first_round(store, spec) if spec.adaptive else rounds.Step(plan(store, spec), None)
     pairs = step.pairs
     tid = store.create_tournament(
         name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id,
-        rounds=1 if spec.get("mode") == "adaptive" else 0, stopped_reason=step.reason,
+        rounds=1 if spec.adaptive else 0, stopped_reason=step.reason,
     )
-    if in_batches(spec):
+    if spec.batch:  # its matches are never enqueued as jobs: they stay pending for the batch driver
         return Launched(id=tid, matches_total=len(pairs), queued=wake_driver(queue))
     return Launched(id=tid, matches_total=len(pairs), queued=hand_out(store, queue, store.pending_matches(tid)))
-
-
-def in_batches(spec: dict) -> bool:
-    """Whether a run's calls go through the provider's batch API: its matches are then never
-    enqueued as jobs; they stay pending for the batch driver (`workers.batches`)."""
-    return spec.get("delivery") == Delivery.BATCH.value
 
 
 def wake_driver(queue: JobQueue) -> bool:

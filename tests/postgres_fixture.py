@@ -8,7 +8,8 @@ after it. At the end of the session the server is stopped and the temp dir remov
 
 postgres refuses to run as root: as root, the cluster belongs to the `postgres` system user
 (Debian's package creates it) and `initdb` and `postgres` run as that user. Where the binaries
-(or psycopg) are missing, every test that needs PostgreSQL is skipped, saying why.
+(or psycopg) are missing, every test that needs PostgreSQL is skipped, saying why: a required
+skip (tests/required.py), which fails the run under CI=true.
 
 tests/conftest.py imports them (`from tests.postgres_fixture import *` takes exactly `__all__`).
 """
@@ -31,6 +32,7 @@ from typing import Any
 import pytest
 
 from service.redis_server import HOST, die_with_parent, free_port
+from tests.required import skip_required
 
 __all__ = ["postgres_server", "postgres_url"]
 
@@ -51,7 +53,12 @@ _SETTINGS = {
 
 
 class PostgresUnavailable(RuntimeError):
-    """No PostgreSQL binaries, no psycopg, or no unprivileged user to run the server as."""
+    """No PostgreSQL binaries, no psycopg, or no unprivileged user to run the server as; `part`
+    names the required part that is missing ("postgresql" or "psycopg", see tests/required.py)."""
+
+    def __init__(self, message: str, part: str = "postgresql") -> None:
+        super().__init__(message)
+        self.part = part
 
 
 def find_binary(name: str) -> str:
@@ -66,7 +73,7 @@ def find_binary(name: str) -> str:
                 return str(candidate)
     raise PostgresUnavailable(
         f"no `{name}` on PATH or in {', '.join(_SEARCH_DIRS)}: install PostgreSQL "
-        "(`apt-get install postgresql`; .ci/run does) to run the PostgreSQL tests"
+        "(`apt-get install postgresql`; scripts/test does) to run the PostgreSQL tests"
     )
 
 
@@ -107,7 +114,7 @@ class PostgresServer:
         except ImportError:
             raise PostgresUnavailable(
                 "psycopg is not installed: `pip install -e \".[dev]\"` (or the `postgres` extra) "
-                "to run the PostgreSQL tests"
+                "to run the PostgreSQL tests", part="psycopg"
             ) from None
         initdb, postgres = find_binary("initdb"), find_binary("postgres")
         self._user = self._server_user()
@@ -245,7 +252,7 @@ class PostgresServer:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    """The session's PostgreSQL server; skips (saying why) where PostgreSQL cannot run here."""
+    """The session's PostgreSQL server; a required skip (saying why) where PostgreSQL cannot run here."""
     # As root the server runs as `postgres`, which must reach the dir: /tmp, whatever TMPDIR says.
     base = Path(tempfile.mkdtemp(prefix="joust-pg-", dir="/tmp" if os.geteuid() == 0 else None))
     server = PostgresServer(base)
@@ -253,7 +260,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         try:
             server.start()
         except PostgresUnavailable as why:
-            pytest.skip(f"PostgreSQL tests skipped: {why}")
+            skip_required(why.part, f"PostgreSQL tests skipped: {why}")
         yield server
     finally:
         server.stop()

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
@@ -16,7 +15,6 @@ from leaderboard.keys import content_hash
 from leaderboard.types import Winner
 from service.app import create_app
 from service.config import Settings
-from service.routes import judgements
 from service.store import NewJudgement, Store
 from tests.fake_anthropic import FakeAnthropic, block, verdict_json
 from tests.worker_fixtures import work_until
@@ -51,17 +49,9 @@ def env_vars() -> dict[str, str | None]:
     return {"ANTHROPIC_API_KEY": "x", "JOUST_RETRY_BACKOFF": "0.05", "JOUST_JOB_RETRIES": "1", "JOUST_PRICES": None}
 
 
-def app_for(settings: Settings) -> FastAPI:
-    """The app, with the judgements routes included here until service.app includes them."""
-    app = create_app(settings)
-    if not any(getattr(route, "path", "").startswith("/api/judgements") for route in app.routes):
-        app.include_router(judgements.router)
-    return app
-
-
 @pytest.fixture
 def client(env: Settings) -> Iterator[TestClient]:
-    with TestClient(app_for(env.with_(api_key=KEY))) as client:
+    with TestClient(create_app(env.with_(api_key=KEY))) as client:
         yield client
 
 
@@ -100,8 +90,9 @@ def test_a_tie_is_analysed_by_its_judge(client: TestClient, env: Settings, fake:
     assert analysis["a_strengths"].startswith("A says [m1] tea.") and analysis["b_strengths"] == "B says [m2] coffee."
     assert (analysis["a_suits"], analysis["b_suits"], analysis["judge"], analysis["reminded"]) == (
         "experts", "novices", JUDGE, False)
-    assert analysis["input_tokens"] > 0 and analysis["cost_usd"] is None  # the fake judge has no price
     asked = fake.received[-1]
+    assert (analysis["input_tokens"], analysis["output_tokens"]) == (asked.input_tokens, asked.output_tokens)
+    assert analysis["cost_usd"] is None  # the fake judge has no price
     assert "a_strengths" in asked.system and "&lt;/response_a>" in asked.users[0]  # the injection stays fenced
     again = client.post(f"/api/judgements/{jid}/analysis", headers=AUTH)
     assert again.status_code == 200 and again.json()["analysis"] == analysis  # answered, not asked again

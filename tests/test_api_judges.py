@@ -12,14 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from redis import Redis
 
 from leaderboard.types import Winner
 from service.app import create_app
 from service.config import Settings
-from service.routes import judges
 from service.store import Store
 from service.store.imports import ImportedJudgement
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
@@ -48,16 +46,9 @@ def settings(tmp_path: Path, redis_url: str, fake: FakeAnthropic, monkeypatch: p
     return Settings.from_env()
 
 
-def with_judges(app: FastAPI) -> FastAPI:
-    """The app as create_app builds it, with the judges router included if it is not yet."""
-    if not any(getattr(route, "path", None) == "/api/judges" for route in app.routes):
-        app.include_router(judges.router)
-    return app
-
-
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(with_judges(create_app(settings))) as client:
+    with TestClient(create_app(settings)) as client:
         yield client
 
 

@@ -52,7 +52,7 @@ def work(client: TestClient, queue: Queue, prefer: Prefer, consistent: bool = Tr
     new = 0
     for job in queue.get_jobs():
         ctx = store.match_context(job.args[0])
-        key = judgement_key(ctx.spec["judge"], "t1", ctx.spec["criteria"], ctx.a.question, ctx.a.output, ctx.b.output)
+        key = judgement_key(ctx.spec.judge, "t1", ctx.spec.criteria, ctx.a.question, ctx.a.output, ctx.b.output)
         cached = store.find_judgement(key)
         if cached is not None:
             winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
@@ -62,7 +62,7 @@ def work(client: TestClient, queue: Queue, prefer: Prefer, consistent: bool = Tr
         winner = prefer(ctx.a, ctx.b)
         judgement_id, created = store.save_judgement(
             NewJudgement(
-                key=key, judge=ctx.spec["judge"], criteria="overall", template_version="t1", a_id=ctx.a.id,
+                key=key, judge=ctx.spec.judge, criteria="overall", template_version="t1", a_id=ctx.a.id,
                 b_id=ctx.b.id, a_hash=content_hash(ctx.a.output), outcome=winner, consistent=consistent,
                 calls=[{"first": ctx.a.id, "winner": winner.value, "reason": "planted"}],
             )
@@ -178,11 +178,11 @@ def test_tournament_filter(client: TestClient, queue: Queue) -> None:
 
 def test_judge_filter(client: TestClient, queue: Queue) -> None:
     submit(client, ["q1", "q2"], [("a", "default"), ("b", "default")])
-    start(client, judge="offline/likes-a")
+    start(client, judge="anthropic/likes-a")
     work(client, queue, by_strength("a", "b"))
     start(client, judge="anthropic/likes-b")
     assert work(client, queue, by_strength("b", "a")) == 2  # another judge: judged again
-    assert [r["player"] for r in board(client, judge="offline/likes-a")["rows"]] == ["a", "b"]
+    assert [r["player"] for r in board(client, judge="anthropic/likes-a")["rows"]] == ["a", "b"]
     likes_b = board(client, judge="anthropic/likes-b")
     assert (likes_b["judge"], likes_b["judgements"]) == ("anthropic/likes-b", 2)
     assert [r["player"] for r in likes_b["rows"]] == ["b", "a"]

@@ -2,6 +2,7 @@
 jobs stay on the queue where the tests can count them and follow them to their matches)."""
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from itertools import combinations
@@ -11,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
+from sqlalchemy import text
 
 from leaderboard.keys import content_hash
 from leaderboard.types import Winner
@@ -191,7 +193,7 @@ def test_judgements_listing_shows_what_a_worker_stored(client: TestClient, queue
     assert store.start_match(ctx.match_id)
     call = {"first": ctx.b.id, "winner": "A", "reason": "b is clearer"}  # b shown first and won
     new = NewJudgement(
-        key="k-1", judge=ctx.spec["judge"], criteria="overall", template_version="t1", a_id=ctx.a.id,
+        key="k-1", judge=ctx.spec.judge, criteria="overall", template_version="t1", a_id=ctx.a.id,
         b_id=ctx.b.id, a_hash=content_hash(ctx.a.output), outcome=Winner.B, consistent=True, calls=[call],
     )
     judgement_id, _ = store.save_judgement(new)
@@ -220,3 +222,39 @@ def test_an_offline_judge_is_refused_criteria_it_cannot_answer(client: TestClien
     assert client.get("/api/tournaments").json()["tournaments"] == []
     ok = client.post("/api/tournaments", headers=AUTH, json={"judge": "offline/rubric", "criteria": "compqa"})
     assert ok.status_code == 202, ok.text
+
+
+@pytest.mark.parametrize("judge", ["offline/x", "offline/rubric2"])
+def test_an_unknown_offline_judge_is_refused(client: TestClient, queue: Queue, tmp_path: Path, redis_url: str,
+                                            judge: str) -> None:
+    """Its provider is known but the model is not: every match would fail (and an adaptive run
+    would plan round after round), so the run is refused, asked for or by default."""
+    for query in ("", "?dry_run=true"):
+        response = client.post(f"/api/tournaments{query}", json={"judge": judge}, headers=AUTH)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"] == f"judge: unknown offline judge {judge!r} (known: offline/rubric)"
+    assert client.get("/api/tournaments").json()["tournaments"] == [] and queue.count == 0
+    settings = Settings(data_dir=tmp_path / "other", redis_url=redis_url, api_key=KEY, queue_name=QUEUE, judge=judge)
+    with TestClient(create_app(settings)) as other:
+        response = other.post("/api/tournaments", json={}, headers=AUTH)  # JOUST_JUDGE's default
+        assert response.status_code == 422 and judge in response.json()["error"]
+        assert other.post("/api/tournaments", json={"judge": "offline/rubric"}, headers=AUTH).status_code == 202
+
+
+def test_the_stored_spec_keeps_the_layout_it_always_had(client: TestClient) -> None:
+    """Typed in the code, the spec is stored and shown as before: every request field (null
+    when unset), an adaptive run's options, nothing else."""
+    created = start(client, mode="adaptive", max_calls=40, models=["a", "b"])
+    expected = {"mode": "adaptive", "judge": DEFAULT_JUDGE, "order": "both", "criteria": "overall", "models": ["a", "b"],
+                "scenarios": None, "questions": None, "opponents": None, "seed": None, "budget": None, "rpm": None,
+                "tpm": None, "delivery": "live", "level": "model", "round_size": 20, "max_calls": 40,
+                "target_ci_width": None}
+    view = client.get(f"/api/tournaments/{created['id']}").json()
+    assert view["spec"] == expected
+    assert (view["judge"], view["mode"], view["order"], view["budget"]) == (DEFAULT_JUDGE, "adaptive", "both", None)
+    with store_of(client).engine.connect() as conn:
+        stored = conn.execute(text("select spec from tournaments where id = :id"), {"id": created["id"]}).scalar()
+    assert stored == json.dumps(expected, sort_keys=True)
+    plain = start(client, order="single")
+    assert set(client.get(f"/api/tournaments/{plain['id']}").json()["spec"]) == set(expected) - {
+        "level", "round_size", "max_calls", "target_ci_width"}

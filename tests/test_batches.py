@@ -73,7 +73,7 @@ def judgements_by_key(store: Store, tid: int) -> dict[str, dict]:
     """The run's judgements under their keys, each with what a live run must equal."""
     found = {}
     for j in store.tournament_judgements(tid):
-        key, _, _ = key_of(store.match_context(j["match_id"]))
+        key = key_of(store.match_context(j["match_id"])).key
         stored = store.find_judgement(key)
         assert stored is not None
         calls = sorted((c["first"], c["winner"], c["raw"], c["input_tokens"], c["output_tokens"])
@@ -117,8 +117,13 @@ def test_a_batch_round_robin_judges_as_live_does_at_half_the_price(
         live_db.close()
     assert fake.replies == 12
     assert {k: {**v, "cost": None} for k, v in in_batches.items()} == {k: {**v, "cost": None} for k, v in live.items()}
-    for key, judged in live.items():
-        assert judged["cost"] > 0 and in_batches[key]["cost"] == pytest.approx(judged["cost"] / 2)
+    price = DEFAULT_PRICES[PRICED]
+    for key, judged in live.items():  # each judgement costs its calls' tokens at the list price; half in a batch
+        listed = sum(i * price.input_per_mtok + o * price.output_per_mtok for *_, i, o in judged["calls"]) / 1e6
+        assert judged["cost"] == pytest.approx(listed) and in_batches[key]["cost"] == pytest.approx(listed / 2)
+    live_replies = [r for r in fake.received if r.batch_id is None and r.status == 200]
+    assert sum(j["cost"] for j in live.values()) == pytest.approx(
+        sum(r.input_tokens * price.input_per_mtok + r.output_tokens * price.output_per_mtok for r in live_replies) / 1e6)
     assert view["spent_usd"] == pytest.approx(sum(j["cost"] for j in live.values()) / 2)
     assert {j["outcome"] for j in in_batches.values()} <= {Winner.A.value, Winner.B.value}
 
@@ -130,7 +135,7 @@ def test_single_order_replays_ask_the_one_order_live_would(db: Store, env: Setti
     assert (view["status"], view["matches_done"]) == ("done", 6)
     assert len(fake.batches()) == 1 and len(fake.batch_submissions()) == 6  # every replay asked the same
     for j in db.tournament_judgements(tid):
-        key, _, _ = key_of(db.match_context(j["match_id"]))
+        key = key_of(db.match_context(j["match_id"])).key
         [(first, _)] = plan_orders(j["a"], j["b"], OrderPolicy.SINGLE, random.Random(match_seed(key)))
         assert [c["first"] for c in j["calls"]] == [first]  # the order seeded by the match, as live
 

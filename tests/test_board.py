@@ -9,6 +9,7 @@ import pytest
 from leaderboard.board import build_board
 from leaderboard.ratings import bradley_terry, bradley_terry_intervals, online_elo
 from leaderboard.types import Battle, Rating, Winner
+from tests.required import skip_required
 
 LLMFAO = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmfao" / "crowd-comparisons.csv"
 POSITION = {"left": Winner.A, "right": Winner.B, "tie": Winner.TIE}
@@ -62,7 +63,7 @@ def test_equal_ratings_break_ties_by_name() -> None:
 
 def test_board_on_llmfao_crowd_votes() -> None:
     if not LLMFAO.exists():
-        pytest.skip(f"data dir is missing: {LLMFAO.parent} (see ../shared/data/README.md)")
+        skip_required("shared-data", f"missing {LLMFAO}")
     with LLMFAO.open(newline="", encoding="utf-8") as handle:
         battles = [Battle(r["left"], r["right"], POSITION[r["winner"]], r["prompt"]) for r in csv.DictReader(handle)]
     board = build_board(battles, k=4.0)

@@ -14,6 +14,7 @@ from leaderboard.board import build_board
 from leaderboard.effects import fit_effects
 from leaderboard.keys import content_hash
 from leaderboard.players import SideRow, battles_at_level
+from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Rating, Winner
 from service.boards import Board, BoardCache, EffectsAt
 from service.store import NewJudgement, NewSubmission, NotFound, Store, schema
@@ -50,7 +51,7 @@ class World:
             pairs.append(Pair(a, b))
         pairs += [Pair(a, b) for a, b, _, _ in self.rng.sample(self.judged, min(rejudge, len(self.judged)))]
         unique = list(dict.fromkeys(pairs))
-        return self.store.create_tournament(f"t{self.keys}", {"judge": judge}, unique)
+        return self.store.create_tournament(f"t{self.keys}", RunSpec(judge=judge), unique)
 
     def work(self, tournament_id: int, *, judge: str = JUDGES[0], limit: int | None = None) -> int:
         """Judge (or reuse the judgement of) the tournament's pending matches; how many resolved."""

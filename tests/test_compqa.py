@@ -12,6 +12,7 @@ from leaderboard.pricing import estimate_tokens
 from leaderboard.templates import PROMPT_OVERHEAD_TOKENS
 from tests.conftest import SHARED_DATA
 from tests.fake_policies import rubric_points
+from tests.required import required_reason
 from tests.test_dimensions import Script
 from tests.test_rubric import GOOD
 from workers.criteria.compqa import FULL_MARKS, score_with_prompt
@@ -33,7 +34,7 @@ def squeeze(text: str) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.skipif(not UPSTREAM.is_file(), reason="needs ../shared/data/cqa_evaluation")
+@pytest.mark.skipif(not UPSTREAM.is_file(), reason=required_reason("shared-data", f"missing {UPSTREAM}"))
 def test_the_prompt_is_the_papers_word_for_word() -> None:
     upstream = UPSTREAM.read_text(encoding="utf-8")
     fenced = re.search(r"## Full Evaluation Prompt\n```\n(.*?)\n\s*Question: What is better", upstream, re.DOTALL)

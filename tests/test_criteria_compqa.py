@@ -8,13 +8,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from service.app import create_app
 from service.config import Settings
-from service.routes import scores as scores_route
 from service.store import NewSubmission, Store
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import rubric_points, rubric_scores
@@ -35,14 +33,6 @@ def fake() -> Iterator[FakeAnthropic]:
 @pytest.fixture
 def env_vars() -> dict[str, str]:
     return {"JOUST_API_KEY": KEY}
-
-
-def app_with_scores(settings: Settings) -> FastAPI:
-    """The app, with the scores route included (until service.app includes it itself)."""
-    app = create_app(settings)
-    if not any(getattr(route, "path", None) == "/api/scores" for route in app.routes):
-        app.include_router(scores_route.router)
-    return app
 
 
 def scores(store: Store) -> list[tuple[int, str, float, dict]]:
@@ -131,7 +121,7 @@ def test_scores_are_served_per_group(db: Store, env: Settings) -> None:
         for q in range(2) for m in ("good", "bad") for sc in ("plain", "fancy")
     ])  # fmt: skip
     work(env, db, start(db, env, criteria="compqa"))
-    with TestClient(app_with_scores(env)) as client:
+    with TestClient(create_app(env)) as client:
         by_model = client.get("/api/scores", params={"by": "model"}).json()
         assert by_model["by"] == "model" and by_model["criteria"] == "compqa"
         assert [(r["judge"], r["model"], r["mean"], r["std"], r["n"]) for r in by_model["rows"]] == [

@@ -1,24 +1,31 @@
 """Criteria `factsim` end to end: a real RQ burst worker has the fake Messages API (through the
 real anthropic SDK) extract fact tuples from the sources and the summaries, the real
 all-MiniLM-L6-v2 encoder embeds them offline, the real SQLite store keeps one FactSim per
-submission with its facts, and matches compare the scores."""
+submission with its facts, and matches compare the scores. The encoder (the `factsim` extra) is
+a required part (tests/required.py); a worker without it is a real worker process on which
+sentence-transformers cannot be imported."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from service.app import create_app
 from service.config import Settings
 from service.store import NewSubmission, Store
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import fact_lines
-from tests.test_criteria_compqa import app_with_scores, scores
+from tests.required import REPO, require_factsim
+from tests.test_criteria_compqa import scores
 from tests.worker_fixtures import start, work
-from workers.criteria import factsim as factsim_criteria
-from workers.embeddings import EncoderUnavailable
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -67,7 +74,8 @@ def last_error(store: Store) -> str:
 def test_covering_beats_partial_beats_inventing_and_each_text_is_extracted_once(
     env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:
-    with TestClient(app_with_scores(env)) as client:
+    require_factsim()
+    with TestClient(create_app(env)) as client:
         body = [{"question_id": "curie", "question": QUESTION, "model": m, "output": o,
                  "metadata": {"sources": [SOURCE]}} for m, o in SUMMARIES.items()]
         assert client.post("/api/submissions", json=body, headers=AUTH).status_code == 201
@@ -106,6 +114,7 @@ def test_covering_beats_partial_beats_inventing_and_each_text_is_extracted_once(
 def test_without_sources_the_question_is_the_source_and_only_new_texts_are_extracted(
     env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:
+    require_factsim()
     question = f"Summarise this text:\n{SOURCE}"
     submit(db, {m: SUMMARIES[m] for m in ("covering", "inventing")}, question=question)
     tid = start(db, env, criteria="factsim")
@@ -123,6 +132,7 @@ def test_without_sources_the_question_is_the_source_and_only_new_texts_are_extra
 
 
 def test_equal_factsims_tie(env: Settings, db: Store, fake: FakeAnthropic) -> None:
+    require_factsim()
     submit(db, {"plain": SUMMARIES["partial"], "wordy": "In short:\n" + SUMMARIES["partial"]}, sources=[SOURCE])
     tid = start(db, env, criteria="factsim")
     work(env, db, tid)
@@ -131,6 +141,7 @@ def test_equal_factsims_tie(env: Settings, db: Store, fake: FakeAnthropic) -> No
 
 
 def test_a_reply_without_facts_is_reminded_then_kept(env: Settings, db: Store, fake: FakeAnthropic) -> None:
+    require_factsim()
     right = fact_lines(lambda reply: f"Here are the facts:\n```json\n{reply}\n```")
     fake.decide = lambda system, users: right(system, users) if len(users) > 1 else "The text states several facts."
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=[SOURCE])
@@ -142,6 +153,7 @@ def test_a_reply_without_facts_is_reminded_then_kept(env: Settings, db: Store, f
 
 
 def test_unreadable_facts_twice_fail_the_match_and_keep_no_score(env: Settings, db: Store, fake: FakeAnthropic) -> None:
+    require_factsim()
     fake.decide = lambda system, users: json.dumps({"facts": [["Marie Curie", "was born in"]]})
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=[SOURCE])
     tid = start(db, env, criteria="factsim")
@@ -161,6 +173,7 @@ def test_sides_with_different_sources_fail_without_a_call(env: Settings, db: Sto
 
 
 def test_sources_stating_nothing_fail_the_match(env: Settings, db: Store, fake: FakeAnthropic) -> None:
+    require_factsim()
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=["No facts here, only prose."])
     view = work(env, db, start(db, env, criteria="factsim"))
     assert view["matches_failed"] == 1 and "no fact in the sources" in last_error(db)
@@ -175,20 +188,38 @@ def test_the_offline_judge_cannot_extract_facts(env: Settings, db: Store, fake: 
     assert error.startswith("PermanentJudgeError") and "needs an LLM to extract fact tuples" in error
 
 
+def hide_package(root: Path, name: str) -> Path:
+    """A directory which, first on PYTHONPATH, makes `import <name>` fail as if it were not
+    installed (its modules and the project's code stay as they are)."""
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{name}'\", name={name!r})\n")
+    return root
+
+
+@pytest.mark.slow
 def test_a_worker_without_the_encoder_fails_before_paying(
-    env: Settings, db: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+    env: Settings, db: Store, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
-    class Missing:
-        name = "missing"
-
-        def load(self) -> None:
-            raise EncoderUnavailable("sentence-transformers is not installed")
-
-        def encode(self, texts: object) -> object:
-            raise AssertionError("never reached")
-
-    monkeypatch.setattr(factsim_criteria, "_encoder", Missing)
+    """A real `joust worker` process on which sentence-transformers cannot be imported: the
+    match fails before any call, saying what to install."""
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=[SOURCE])
-    view = work(env, db, start(db, env, criteria="factsim"))
-    assert view["matches_failed"] == 1 and fake.requests == 0
-    assert "cannot embed facts on this worker: sentence-transformers is not installed" in last_error(db)
+    tid = start(db, env, criteria="factsim")
+    hidden = hide_package(tmp_path / "hidden", "sentence_transformers")
+    worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(hidden)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while db.get_tournament(tid)["matches_pending"] and time.monotonic() < deadline:
+            assert worker.poll() is None, "the worker exited"
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    view = db.get_tournament(tid)
+    assert (view["matches_failed"], fake.requests) == (1, 0)
+    error = last_error(db)
+    assert error.startswith("PermanentJudgeError: criteria 'factsim' cannot embed facts on this worker: "), error
+    assert "needs sentence-transformers" in error and "joust[factsim]" in error
+    assert "No module named 'sentence_transformers'" in error

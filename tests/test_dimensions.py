@@ -11,6 +11,7 @@ from leaderboard.dimensions import DIMENSIONS, dimension_outcomes, stored_outcom
 from leaderboard.pricing import estimate_tokens
 from leaderboard.templates import PROMPT_OVERHEAD_TOKENS, template_version
 from leaderboard.types import Outcome, Winner
+from tests.required import require_module
 from workers.criteria.dimensions import (
     REMINDER,
     TEMPLATE_VERSION,
@@ -151,7 +152,7 @@ def test_the_dry_run_overhead_and_version_match_the_prompt() -> None:
 def test_an_openai_compatible_judge_answers_through_complete() -> None:
     """The OpenAI-compatible provider's free-form call carries the dimensions prompt, system
     prompt first, and its usage comes back."""
-    pytest.importorskip("openai")
+    require_module("openai", "openai")
     from service.config import Settings
     from tests.fake_openai import FakeOpenAI
     from tests.fake_policies import dimension_verdicts
@@ -163,4 +164,5 @@ def test_an_openai_compatible_judge_answers_through_complete() -> None:
         assert fake.replies == 1 and "conciseness" in fake.received[0].system
     winners, _ = answer.value
     assert (winners["accuracy"], winners["clarity"]) == (Winner.A, Winner.B)
-    assert answer.input_tokens > 0 and not answer.reminded
+    (asked,) = fake.received
+    assert (answer.input_tokens, answer.output_tokens, answer.reminded) == (asked.input_tokens, asked.output_tokens, False)

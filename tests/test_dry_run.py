@@ -100,7 +100,8 @@ def test_a_dry_run_predicts_the_real_run(client: TestClient, env: Settings, fake
     work(env, store, second["id"])
     assert fake.replies == 6 + got["calls"]
     assert dry(client, judge=FAKE_JUDGE) | {"judge": None} == {
-        "matches": 9, "calls": 0, "cached": 9, "estimated_cost_usd": 0.0, "judge": None, "priced": False, "seed": None}
+        "matches": 9, "calls": 0, "cached": 9, "estimated_cost_usd": 0.0, "judge": None, "priced": False, "seed": None,
+        "placeholders_skipped": 0}
 
 
 def test_identical_outputs_in_one_run_are_judged_once(client: TestClient) -> None:
@@ -125,6 +126,8 @@ def test_a_dry_run_is_validated_and_authenticated_like_a_run(client: TestClient,
     assert client.post("/api/tournaments?dry_run=true", json={}).status_code == 401
     response = client.post("/api/tournaments?dry_run=true", json={"mode": "swiss"}, headers=AUTH)
     assert response.status_code == 422 and "mode" in response.json()["error"]
+    response = client.post("/api/tournaments?dry_run=true", json={"judge": "offline/x"}, headers=AUTH)
+    assert response.status_code == 422 and "unknown offline judge 'offline/x'" in response.json()["error"]
     assert client.post("/api/tournaments?dry_run=maybe", json={}, headers=AUTH).status_code == 422
     assert nothing_created(client, env)
 
@@ -138,6 +141,8 @@ def test_the_cli_dry_run_agrees_with_the_api(
     assert nothing_created(client, env)
     assert main(["tournament", "create", "--budget", "0"]) == 2
     assert "budget: Input should be greater than 0" in capsys.readouterr().err
+    assert main(["tournament", "create", "--dry-run", "--judge", "offline/x"]) == 2
+    assert "judge: unknown offline judge 'offline/x' (known: offline/rubric)" in capsys.readouterr().err
     assert main(["tournament", "create", "--name", "from-cli", "--order", "single"]) == 0
     created = json.loads(capsys.readouterr().out)
     assert (created["matches_total"], created["queued"]) == (9, True)

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from sqlalchemy import create_engine, func, select, text
 
+from leaderboard.spec import RunSpec
 from leaderboard.types import MatchOutcome
 from service.app import create_app
 from service.config import Settings
@@ -143,7 +144,7 @@ def test_a_streak_is_only_broken_by_a_judgement(db: Store) -> None:
     subs = {s.model: s for s in db.select_submissions()}
     pairs = [Pair(subs[a].id, subs[b].id) for a, b in
              [("m1", "m2"), ("m1", "m3"), ("m1", "m4"), ("m1", "m5"), ("m2", "m3"), ("m2", "m4")]]
-    tid = db.create_tournament("t", {"judge": "anthropic/j", "mode": "round_robin"}, pairs)
+    tid = db.create_tournament("t", RunSpec(judge="anthropic/j", mode="round_robin"), pairs)
     m = list(range(1, 7))
     assert not db.fail_match(m[0], "x", final=True, stop_after=3)
     assert not db.fail_match(m[1], "x", final=True, stop_after=3)

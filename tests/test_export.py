@@ -13,11 +13,13 @@ from leaderboard.board import build_board
 from leaderboard.keys import content_hash
 from leaderboard.players import battles_at_level
 from leaderboard.ratings import online_elo
+from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Winner
 from service.cli import main
 from service.store import NewJudgement, NewSubmission, Store
 from service.store.imports import ImportedJudgement
 from tests.conftest import SHARED_DATA
+from tests.required import skip_required
 
 CROWD = SHARED_DATA / "llmfao" / "crowd-comparisons.csv"
 
@@ -80,7 +82,7 @@ def test_judgements_round_trip_through_a_battle_file(tmp_path: Path, fmt: str) -
 def test_llmfao_round_trip_keeps_the_order(tmp_path: Path) -> None:
     """Online Elo depends on the order: the re-imported export replays the same ratings."""
     if not CROWD.exists():
-        pytest.skip(f"shared data missing: {CROWD}")
+        skip_required("shared-data", f"missing {CROWD}")
     first, second = tmp_path / "a", tmp_path / "b"
     assert joust(first, "import", "battles", str(CROWD)) == 0
     out = tmp_path / "crowd-export.csv"
@@ -99,7 +101,7 @@ def test_judgement_rows_in_csv_and_jsonl(tmp_path: Path, capsys: pytest.CaptureF
     store = open_store(tmp_path)
     (a, _), (b, _) = store.add_submissions([NewSubmission("q", "Q?", "m1", "default", "x"),
                                             NewSubmission("q", "Q?", "m2", "default", "y")])
-    tid = store.create_tournament("live", {"judge": "anthropic/x"}, [Pair(a, b)])
+    tid = store.create_tournament("live", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     calls = [{"first": b, "winner": "B", "reason": "x is better"}, {"first": a, "winner": "A", "reason": "x, again"}]
     jid, _ = store.save_judgement(NewJudgement("k", "anthropic/x", "overall", "v1", a, b, content_hash("x"),
                                                Winner.A, True, calls, input_tokens=10, output_tokens=4))
@@ -154,7 +156,7 @@ def test_jsonl_says_what_each_judgement_was(tmp_path: Path, capsys: pytest.Captu
     store = open_store(tmp_path)
     (a, _), (b, _) = store.add_submissions([NewSubmission("q", "Tea or coffee?", "m1", "terse", "tea"),
                                             NewSubmission("q", "Tea or coffee?", "m2", "default", "coffee, then tea")])
-    tid = store.create_tournament("live", {"judge": "anthropic/x"}, [Pair(a, b)])
+    tid = store.create_tournament("live", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     calls = [{"first": b, "winner": "B", "reason": "tea is enough"}, {"first": a, "winner": "A", "reason": "still tea"}]
     # Judged with the sides the other way round: the export re-orients everything to the match.
     jid, _ = store.save_judgement(NewJudgement("k", "anthropic/x", "overall", "v1", b, a, content_hash("coffee, then tea"),

@@ -119,7 +119,10 @@ def test_the_budget_counts_what_a_failed_match_paid(db: Store, env: Settings, fa
     # and its own reservation fitted: a budget blind to failed matches would have sent more.
     paid = assert_calls_fit(fake, budget, PER_MTOK)
     assert view["spent_usd"] == pytest.approx(paid) == pytest.approx(billed(fake))
-    assert sum(cost or 0 for _, cost in failed_costs(db)) > 0
+    # what the judgements did not record, the failed matches did
+    recorded = sum(j["cost_usd"] for j in db.tournament_judgements(tid))
+    assert sum(cost or 0 for _, cost in failed_costs(db)) == pytest.approx(billed(fake) - recorded)
+    assert billed(fake) - recorded >= 3 * min(r.input_tokens for r in fake.received) * PER_MTOK / 1e6  # 3 calls at least
 
 
 def test_a_retried_attempt_charges_what_it_paid_before_the_provider_error(

@@ -26,9 +26,11 @@ from leaderboard.health import (
     voter_agreement,
 )
 from leaderboard.keys import content_hash
+from leaderboard.spec import RunSpec
 from leaderboard.types import OrderPolicy, Pair, Submission, Winner
 from service.cli import main
 from service.store import NewJudgement, NewSubmission, Store
+from tests.required import skip_required
 from workers.judge import JudgeReply
 from workers.pairwise import calls_as_json, judge_pair
 
@@ -188,9 +190,9 @@ def test_the_store_reads_records_lengths_and_parse_failed_matches(store: Store) 
     store.save_judgement(NewJudgement(key="k3", judge="anthropic/y", criteria="overall", template_version="t",
                                       a_id=ids[0], b_id=ids[2], a_hash=content_hash("short"), outcome=TIE,
                                       consistent=True, calls=[{"first": ids[0], "winner": "TIE"}]))
-    tid = store.create_tournament("t", {"judge": "anthropic/x"}, [Pair(ids[0], ids[1]), Pair(ids[0], ids[2]),
+    tid = store.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(ids[0], ids[1]), Pair(ids[0], ids[2]),
                                                                    Pair(ids[1], ids[2])])
-    other = store.create_tournament("u", {"judge": "anthropic/y"}, [Pair(ids[0], ids[1])])
+    other = store.create_tournament("u", RunSpec(judge="anthropic/y"), [Pair(ids[0], ids[1])])
     match = {(ctx.tournament_id, ctx.a.id, ctx.b.id): ctx.match_id for ctx in map(store.match_context, range(1, 5))}
     store.fail_match(match[tid, ids[0], ids[1]], "VerdictParseError: no verdict, even after the reminder", final=True)
     store.fail_match(match[tid, ids[0], ids[2]], "gave up after 3 attempts: TransientJudgeError: 500", final=True)
@@ -254,7 +256,7 @@ def pair_of(row: dict[str, str]) -> tuple[str, frozenset[str]]:
 @pytest.fixture(scope="module")
 def llmfao(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if not all((LLMFAO / name).exists() for name in FILES.values()):
-        pytest.skip(f"shared data missing: {LLMFAO} (the LLMFAO comparisons)")
+        skip_required("shared-data", f"missing {LLMFAO} (the LLMFAO comparisons)")
     data_dir = tmp_path_factory.mktemp("llmfao")
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("DATABASE_URL", raising=False)

@@ -1,10 +1,15 @@
 """`joust import battles`: LLMFAO crowd votes reproduce evalica's golden Elo and Bradley-Terry
 through the store (so the import keeps every verdict, its sides and its order); Arena-style JSON
-imports; bad files store nothing and name their line; importing again adds nothing."""
+imports; bad files store nothing and name their line; importing again adds nothing.
+
+The LLMFAO tests run on tests/data/llmfao_tiny (a hand-made file of the same columns, its golden
+scores worked out by hand: tests/data/README.md) in any checkout, and on the real crowd votes in
+../shared/data, a required part (tests/required.py)."""
 from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,16 +17,40 @@ import pytest
 from leaderboard.keys import content_hash
 from leaderboard.players import battles_at_level
 from leaderboard.ratings import bradley_terry, online_elo
+from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Winner
 from service.cli import main
 from service.importers.battles import PLACEHOLDER
 from service.store import NewJudgement, NewSubmission, Store
 from service.store.imports import BatchConflict, ImportedJudgement
-from tests.conftest import SHARED_DATA
+from tests.required import SHARED_DATA, SYNTHETIC_DATA, skip_required
 
-LLMFAO = SHARED_DATA / "llmfao"
-CROWD = LLMFAO / "crowd-comparisons.csv"
-GOLDEN = LLMFAO / "evalica_golden" / "llmfao-golden.csv"
+
+@dataclass(frozen=True)
+class Votes:
+    """An LLMFAO-style vote file, its golden scores, and what importing it must give."""
+
+    path: Path
+    golden: Path
+    count: int  # votes
+    layers: int  # child tournaments: the most votes one ordered pair got, less one
+
+
+VOTES = {
+    "synthetic": Votes(SYNTHETIC_DATA / "llmfao_tiny" / "comparisons.csv", SYNTHETIC_DATA / "llmfao_tiny" / "golden.csv",
+                       21, 2),
+    "shared": Votes(SHARED_DATA / "llmfao" / "crowd-comparisons.csv",
+                    SHARED_DATA / "llmfao" / "evalica_golden" / "llmfao-golden.csv", 8931, 4),
+}
+
+
+@pytest.fixture(params=sorted(VOTES, reverse=True))
+def votes(request: pytest.FixtureRequest) -> Votes:
+    found = VOTES[request.param]
+    for path in (found.path, found.golden):
+        if not path.exists():
+            skip_required("shared-data", f"missing {path}")
+    return found
 
 
 @pytest.fixture(autouse=True)
@@ -39,43 +68,37 @@ def open_store(data_dir: Path) -> Store:
     return Store(f"sqlite:///{data_dir / 'joust.db'}")
 
 
-def needs(path: Path) -> None:
-    if not path.exists():
-        pytest.skip(f"shared data missing: {path}")
-
-
-def golden(algorithm: str) -> dict[str, float]:
-    with GOLDEN.open() as fh:
+def golden(votes: Votes, algorithm: str) -> dict[str, float]:
+    with votes.golden.open() as fh:
         return {r["item"]: float(r["score"]) for r in csv.DictReader(fh) if r["algorithm"] == algorithm}
 
 
-def test_llmfao_crowd_votes_reproduce_the_golden_scores(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    needs(CROWD)
-    needs(GOLDEN)
-    assert joust(tmp_path, "import", "battles", str(CROWD)) == 0
-    assert "judgements 8931 new, 0 existing" in capsys.readouterr().out
+def test_llmfao_crowd_votes_reproduce_the_golden_scores(votes: Votes, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    assert joust(tmp_path, "import", "battles", str(votes.path)) == 0
+    assert f"judgements {votes.count} new, 0 existing" in capsys.readouterr().out
     store = open_store(tmp_path)
-    rows = store.side_rows(judge="import/crowd-comparisons")
-    assert len(rows) == 8931
+    rows = store.side_rows(judge=f"import/{votes.path.stem}")
+    assert len(rows) == votes.count
     battles = battles_at_level(rows, Level.MODEL)
     elo = online_elo(battles, k=4.0)
-    expected_elo = golden("elo")
+    expected_elo = golden(votes, "elo")
     assert set(elo) == set(expected_elo)
     assert max(abs(elo[m] - v) for m, v in expected_elo.items()) < 1e-6
     strengths = {m: 10 ** ((r - 1000.0) / 400.0) for m, r in bradley_terry(battles, ridge=0.0).items()}
     total = sum(strengths.values())
-    for model, score in golden("bradley_terry").items():
+    for model, score in golden(votes, "bradley_terry").items():
         assert strengths[model] / total == pytest.approx(score, rel=1e-4), model
     store.close()
 
 
-def test_llmfao_positions_and_tournament(tmp_path: Path) -> None:
-    """Side a is the model shown on the left and the call says so; the five votes a pair can
-    get spread over the import tournament and its layers, which the tournament board includes."""
-    needs(CROWD)
-    assert joust(tmp_path, "import", "battles", str(CROWD), "--judge", "crowd") == 0
+def test_llmfao_positions_and_tournament(votes: Votes, tmp_path: Path) -> None:
+    """Side a is the model shown on the left and the call says so; the votes a pair gets (up to
+    five in LLMFAO) spread over the import tournament and its layers, which the tournament board
+    includes."""
+    assert joust(tmp_path, "import", "battles", str(votes.path), "--judge", "crowd") == 0
     store = open_store(tmp_path)
-    with CROWD.open() as fh:
+    with votes.path.open() as fh:
         file_rows = list(csv.DictReader(fh))
     exported = store.export_judgements(judge="import/crowd")
     assert len(exported) == len(file_rows)
@@ -85,13 +108,13 @@ def test_llmfao_positions_and_tournament(tmp_path: Path) -> None:
         assert out["calls"][0]["first"] == out["a_id"]
         assert out["calls"][0]["fields"]["worker"] == row["worker"]
     tournament = store.list_tournaments()[-1]  # newest first: the import, then its layers
-    assert tournament["spec"] == {"mode": "import", "source": "crowd-comparisons.csv", "judge": "import/crowd",
+    assert tournament["spec"] == {"mode": "import", "source": votes.path.name, "judge": "import/crowd",
                                   "criteria": "overall"}
     assert tournament["status"] == "done"
     view = store.get_tournament(tournament["id"])
-    assert len(view["runs"]) == 4  # up to five votes on one ordered pair
-    assert len(store.side_rows(tournament_id=tournament["id"])) == 8931
-    assert store.revision() == 8931
+    assert len(view["runs"]) == votes.layers
+    assert len(store.side_rows(tournament_id=tournament["id"])) == votes.count
+    assert store.revision() == votes.count
     assert {s["output"] for s in store.list_submissions(limit=1000)} == {PLACEHOLDER}
     store.close()
 
@@ -193,7 +216,7 @@ def test_import_judgements_stamps_seq_and_layers(store: Store) -> None:
     put a repeated ordered pair in a layer, and skip keys already stored."""
     (a, _), (b, _), (c, _) = store.add_submissions_bulk(
         [NewSubmission("q", "Q?", m, "default", f"out {m}") for m in ("m1", "m2", "m3")])
-    tid = store.create_tournament("live", {"judge": "anthropic/x"}, [Pair(a, b)])
+    tid = store.create_tournament("live", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     jid, _ = store.save_judgement(NewJudgement("k0", "anthropic/x", "overall", "t", a, b, content_hash("out m1"),
                                                Winner.A, True, [{"first": a, "winner": "A"}]))
     assert store.resolve_match(store.pending_matches(tid)[0], jid, Winner.A, True)

@@ -31,12 +31,15 @@ def test_both_orders_are_judged_and_the_planted_order_wins(db: Store, env: Setti
     assert (view["status"], view["matches_done"], view["matches_total"]) == ("done", 6, 6)
     assert fake.replies == 12
     models = {s["id"]: s["model"] for s in db.list_submissions()}
-    for j in db.tournament_judgements(tid):
+    judgements = db.tournament_judgements(tid)
+    for j in judgements:
         assert j["consistent"] is True
         assert {c["first"] for c in j["calls"]} == {j["a"], j["b"]}  # each order shown once
         better = j["a"] if MODELS.index(models[j["a"]]) < MODELS.index(models[j["b"]]) else j["b"]
         assert j["outcome"] == ("A" if better == j["a"] else "B")
-        assert all(c["input_tokens"] > 0 for c in j["calls"])
+    # each call records the tokens the fake counted for it
+    assert sorted((c["input_tokens"], c["output_tokens"]) for j in judgements for c in j["calls"]) == sorted(
+        (r.input_tokens, r.output_tokens) for r in fake.received)
 
 
 def test_a_judge_that_always_answers_a_gives_only_inconsistent_ties(db: Store, env: Settings, fake: FakeAnthropic) -> None:
@@ -122,6 +125,7 @@ def _exists(store: Store, match_id: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake: FakeAnthropic) -> None:
     """Two tournaments over the same pairs, judged at the same time by two worker processes:
     the content is claimed by one, the other waits for its judgement."""

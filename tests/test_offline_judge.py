@@ -95,3 +95,14 @@ def test_registry_needs_no_key_and_no_network() -> None:
     asyncio.run(pool.aclose())  # no client to close: must not fail
     with pytest.raises(PermanentJudgeError, match="unknown offline judge 'nope'.*offline/rubric"):
         build_judge("offline/nope", settings)
+
+
+def test_the_service_knows_every_offline_judge_and_no_other() -> None:
+    """The service refuses an unknown `offline/` judge without importing the workers: its list
+    (service.config.OFFLINE_JUDGES) must name exactly the judges the workers have."""
+    from service.config import OFFLINE_JUDGES
+    from workers.providers.offline_judge import SCORERS
+
+    assert sorted(OFFLINE_JUDGES) == sorted(f"offline/{name}" for name in SCORERS)
+    for name in OFFLINE_JUDGES:
+        assert isinstance(build_judge(name, Settings()), OfflineJudge)

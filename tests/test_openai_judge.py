@@ -12,6 +12,7 @@ from leaderboard.types import Winner
 from service.config import JudgeEndpoint, Settings, SettingsError
 from tests.fake_openai import Failure, FakeOpenAI
 from tests.fake_policies import always, malformed, prefer, verdict_json
+from tests.required import require_module
 from workers.errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
 from workers.judge import Judge
 from workers.prompts import REMINDER, SYSTEM_PROMPT
@@ -19,7 +20,13 @@ from workers.providers.anthropic_judge import RETRY_AFTER_CAP_S
 from workers.providers.openai_judge import DEFAULT_BASE_URL, NO_KEY, OpenAIJudge
 from workers.registry import JudgePool, build_judge, is_known_judge
 
-pytest.importorskip("openai")
+
+@pytest.fixture(autouse=True)
+def _openai_sdk() -> None:
+    """The openai SDK (the dev extra) is a required part: without it these tests skip, and fail
+    under CI=true (tests/required.py)."""
+    require_module("openai", "openai")
+
 
 RANKING = ["model-x", "model-y", "model-z"]
 

@@ -202,19 +202,10 @@ def judge_both_orders(store: Store, match_id: int, reminded: bool = False) -> No
     assert store.resolve_match(match_id, judgement_id, outcome, True)
 
 
-def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(
-    client: TestClient, queue: Queue, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(client: TestClient, queue: Queue) -> None:
     store = store_of(client)
-    computed = 0
-    compute = store.judge_health
-
-    def counting(judge: str | None = None) -> list:
-        nonlocal computed
-        computed += 1
-        return compute(judge)
-
-    monkeypatch.setattr(store, "judge_health", counting)
+    cache = client.app.state.judge_health  # type: ignore[attr-defined]
+    assert cache.computations == 0
     submit(client, {"m1": "1" * 10, "m2": "2" * 20, "m3": "3" * 30})
     first, second, third = start(client, queue, "q1")
     judge_both_orders(store, first, reminded=True)
@@ -224,17 +215,17 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(
     expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—"]
     assert health_rows(page(client))[DEFAULT_JUDGE] == expected
     assert health_rows(page(client))[DEFAULT_JUDGE] == expected
-    assert computed == 1  # the second load at the same revision reused the first
+    assert cache.computations == 1  # the second load at the same revision reused the first
 
     # an unreadable verdict fails its match without resolving anything: still recomputed
     store.fail_match(third, "VerdictParseError: no verdict in the reply", final=True)
     assert health_rows(page(client))[DEFAULT_JUDGE][4] == "40.0%"  # (1 reminded + 1 failed) / (4 + 1)
-    assert computed == 2
+    assert cache.computations == 2
     page(client)
-    assert computed == 2
+    assert cache.computations == 2
 
     submit(client, {"m1": "1" * 10, "m2": "2" * 20}, question="q2")
     (fourth,) = start(client, queue, "q2")
     judge_both_orders(store, fourth)
     assert health_rows(page(client))[DEFAULT_JUDGE][:5] == ["6", "100.0%", "50.0%", "0.0%", "28.6%"]  # (1 + 1) / (6 + 1)
-    assert computed == 3
+    assert cache.computations == 3

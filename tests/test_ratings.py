@@ -1,4 +1,8 @@
-"""Rating maths: online Elo and Bradley-Terry, golden cases, simulations and published figures."""
+"""Rating maths: online Elo and Bradley-Terry, golden cases, simulations and published figures.
+
+The golden files: tests/data/llmfao_tiny (hand-made, its Elo replayed by hand and its
+Bradley-Terry scores exact by construction: tests/data/README.md) in any checkout, and evalica's
+goldens in ../shared/data, a required part (tests/required.py)."""
 from __future__ import annotations
 
 import csv
@@ -16,9 +20,10 @@ from leaderboard.ratings import (
     online_elo,
 )
 from leaderboard.types import Battle, Winner
+from tests.required import SHARED_DATA, SYNTHETIC_DATA, skip_required
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-GOLDEN = DATA / "llmfao" / "evalica_golden"
+GOLDEN = SHARED_DATA / "llmfao" / "evalica_golden"
+TINY = SYNTHETIC_DATA / "llmfao_tiny"
 POSITION = {"left": "A", "right": "B", "tie": "TIE"}  # llmfao / evalica: winner names a display slot
 LOG10_3 = math.log10(3.0)
 
@@ -26,7 +31,7 @@ LOG10_3 = math.log10(3.0)
 def load_comparisons(path: Path) -> list[Battle]:
     """Battles (left, right) in file order; `prompt` as the question when the file has one."""
     if not path.exists():
-        pytest.skip(f"data dir is missing: {path} (see ../shared/data/README.md)")
+        skip_required("shared-data", f"missing {path}")
     with path.open(newline="", encoding="utf-8") as handle:
         return [
             Battle(a=row["left"], b=row["right"], winner=Winner(POSITION[row["winner"]]), question_id=row.get("prompt"))
@@ -35,17 +40,19 @@ def load_comparisons(path: Path) -> list[Battle]:
 
 
 def load_golden(dataset: str, algorithm: str) -> dict[str, float]:
-    path = GOLDEN / f"{dataset}-golden.csv"
+    path = DATASETS[dataset][1]
     if not path.exists():
-        pytest.skip(f"data dir is missing: {path} (see ../shared/data/README.md)")
+        skip_required("shared-data", f"missing {path}")
     with path.open(newline="", encoding="utf-8") as handle:
         return {row["item"]: float(row["score"]) for row in csv.DictReader(handle) if row["algorithm"] == algorithm}
 
 
+# name -> (comparisons, golden scores); "tiny" is in the repo, the others in ../shared/data.
 DATASETS = {
-    "llmfao": DATA / "llmfao" / "crowd-comparisons.csv",
-    "simple": GOLDEN / "simple.csv",
-    "food": GOLDEN / "food.csv",
+    "tiny": (TINY / "comparisons.csv", TINY / "golden.csv"),
+    "llmfao": (SHARED_DATA / "llmfao" / "crowd-comparisons.csv", GOLDEN / "llmfao-golden.csv"),
+    "simple": (GOLDEN / "simple.csv", GOLDEN / "simple-golden.csv"),
+    "food": (GOLDEN / "food.csv", GOLDEN / "food-golden.csv"),
 }
 
 
@@ -88,7 +95,7 @@ def test_malformed_battles_are_rejected(bad: object) -> None:
 
 @pytest.mark.parametrize("dataset", sorted(DATASETS))
 def test_online_elo_reproduces_evalica(dataset: str) -> None:
-    battles = load_comparisons(DATASETS[dataset])
+    battles = load_comparisons(DATASETS[dataset][0])
     golden = load_golden(dataset, "elo")
     ours = online_elo(battles, k=4.0)
     assert set(ours) == set(golden)
@@ -192,7 +199,7 @@ def test_bradley_terry_recovers_simulated_strengths() -> None:
 
 @pytest.mark.parametrize("dataset", sorted(DATASETS))
 def test_bradley_terry_reproduces_evalica(dataset: str) -> None:
-    battles = load_comparisons(DATASETS[dataset])
+    battles = load_comparisons(DATASETS[dataset][0])
     golden = load_golden(dataset, "bradley_terry")  # evalica MM scores, normalised to sum 1
     ratings = bradley_terry(battles, ridge=0)
     strengths = {p: 10 ** ((r - 1000) / 400) for p, r in ratings.items()}

@@ -250,9 +250,15 @@ def test_a_taken_port_fails_with_the_log_tail(tmp_path: Path) -> None:
             RedisServer(tmp_path, port=port).start()
 
 
-def test_free_port_is_bindable() -> None:
+def test_free_port_is_bindable_and_not_one_in_use() -> None:
+    port = free_port()
+    assert 1024 <= port <= 65535  # an unprivileged port, not 0 ("any")
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", free_port()))
+        sock.bind(("127.0.0.1", port))
+        assert sock.getsockname() == ("127.0.0.1", port)
+        sock.listen()
+        others = {free_port() for _ in range(20)}  # while it listens, it is not free
+        assert port not in others
 
 
 # -- no orphans -----------------------------------------------------------------------------
@@ -289,6 +295,7 @@ def parent_with_redis(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], i
             os.kill(redis_pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
 def test_no_orphan_when_the_parent_is_sigkilled(parent_with_redis: tuple[subprocess.Popen[str], int]) -> None:
     child, redis_pid = parent_with_redis

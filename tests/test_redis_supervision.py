@@ -63,6 +63,7 @@ def mode(path: Path) -> int:
 # -- a SIGKILLed Redis under `joust up` -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_killed_redis_comes_back_and_the_run_completes_paying_nothing_twice(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
@@ -147,6 +148,7 @@ def _kill_redis_mid_tournament(joust: Joust, fake: FakeAnthropic) -> None:
     assert wait_for(lambda: not any(pid_alive(pid) for pid in children), within=15)
 
 
+@pytest.mark.slow
 def test_workers_ride_out_a_redis_outage_of_seconds(tmp_path: Path, fake: FakeAnthropic) -> None:
     """Redis away for 5 s (REDIS_URL: a server this test stops and starts): the workers wait for
     it rather than fail their matches in flight, so the run completes on the same worker
@@ -181,6 +183,7 @@ def test_workers_ride_out_a_redis_outage_of_seconds(tmp_path: Path, fake: FakeAn
 # -- the supervisor alone ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_supervisor_restarts_redis_on_its_port_once_the_port_is_free(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "redis", password="sekret").start()
     sup = Supervisor(Settings(data_dir=tmp_path), redis=server)
@@ -208,6 +211,7 @@ def test_the_supervisor_restarts_redis_on_its_port_once_the_port_is_free(tmp_pat
 # -- writes while Redis is down ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_run_started_while_redis_is_down_is_stored_and_handed_out_once_it_is_back(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "redis", password="sekret").start()
     settings = Settings(data_dir=tmp_path / "data", redis_url=server.url, api_key=KEY, judge="offline/rubric")
@@ -257,6 +261,7 @@ def _up_and_down(data_dir: Path, fake: FakeAnthropic) -> Joust:
     return joust
 
 
+@pytest.mark.slow
 def test_the_data_dir_is_private_and_an_older_one_is_tightened(tmp_path: Path, fake: FakeAnthropic) -> None:
     data_dir = tmp_path / "data"
     (data_dir / "redis").mkdir(parents=True)  # as an older joust left it: 0755 and 0644
@@ -290,6 +295,7 @@ def test_the_data_dir_is_private_and_an_older_one_is_tightened(tmp_path: Path, f
     assert mode(data_dir / "joust.db") == 0o600
 
 
+@pytest.mark.slow
 def test_no_secret_is_printed_on_any_start(tmp_path: Path, fake: FakeAnthropic) -> None:
     data_dir = tmp_path / "data"
     for start in ("first", "second"):
@@ -302,6 +308,7 @@ def test_no_secret_is_printed_on_any_start(tmp_path: Path, fake: FakeAnthropic) 
         assert "redis://:***@127.0.0.1:" in printed
 
 
+@pytest.mark.slow
 def test_embedded_redis_of_joust_up_refuses_a_client_without_its_password(tmp_path: Path) -> None:
     with RedisServer(tmp_path / "redis", password="sekret") as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:  # a bare client

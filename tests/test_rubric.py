@@ -23,6 +23,7 @@ from leaderboard.rubric import (
     objects_from_question,
     score_structure,
 )
+from tests.required import skip_required
 
 INTRO = ("Python and Java are two of the most widely used programming languages. "
          "This comparison weighs their performance, ease of learning and ecosystem.")
@@ -241,7 +242,7 @@ MEASURED_KAPPA = {1: 0.31, 2: 0.53, 3: 0.48, 4: 0.50, 5: 0.71, 6: 0.58, 7: 0.80,
 @pytest.fixture(scope="module")
 def report():
     if not (DEFAULT_DATA / HUMAN_TABLE).is_file():
-        pytest.skip(f"shared data missing: {DEFAULT_DATA / HUMAN_TABLE}")
+        skip_required("shared-data", f"missing {DEFAULT_DATA / HUMAN_TABLE}")
     return measure(load_rows(DEFAULT_DATA))
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from redis import Redis
 from rq import Queue
 
+from leaderboard.spec import RunSpec
 from service.config import Settings
 from service.cron import next_due
 from service.queue import JobQueue
@@ -14,7 +15,7 @@ from service.scheduler import Scheduler
 from service.store import NewSubmission, Store
 from service.tournaments import launch
 
-SPEC = {"mode": "round_robin", "judge": "anthropic/x", "order": "both", "criteria": "overall"}
+SPEC = RunSpec(judge="anthropic/x")
 
 
 def seed(store: Store, models: list[str], question: str = "q1") -> None:

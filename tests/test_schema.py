@@ -1,15 +1,19 @@
-"""Schema migration: a version-1 database (before matches had seq and counted) and a version-2
-one (before judgements had match_id and analysis, and cost_usd could be NULL) upgrade in place."""
+"""Schema migration: a database written by each older joust upgrades in place: version 1 (before
+matches had seq and counted), version 2 (before judgements had match_id and analysis, and cost_usd
+could be NULL), ... version 6 (before judgement keys held the order policy)."""
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from leaderboard.keys import content_hash
-from leaderboard.types import Winner
+from leaderboard.keys import answering_keys, content_hash, judgement_key
+from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION
+from leaderboard.types import OrderPolicy, Winner
 from service.store import NewJudgement, Store
+from service.store import schema as s
 from service.store.schema import SCHEMA_VERSION
 
 
@@ -43,7 +47,8 @@ CREATE TABLE matches (id INTEGER PRIMARY KEY, tournament_id INTEGER NOT NULL, a_
   CONSTRAINT uq_match_pair UNIQUE (tournament_id, a_id, b_id));
 CREATE INDEX ix_matches_judgement ON matches (judgement_id);
 INSERT INTO submissions VALUES (1,'q','Q?','m1','default','x','hx','hq','{}',0), (2,'q','Q?','m2','default','y','hy','hq','{}',0);
-INSERT INTO tournaments VALUES (1,'t1','{}','done',0,0,0,NULL,NULL,NULL), (2,'t2','{}','done',0,0,0,NULL,NULL,NULL);
+INSERT INTO tournaments VALUES (1,'t1','{"judge": "anthropic/x"}','done',0,0,0,NULL,NULL,NULL),
+  (2,'t2','{"judge": "anthropic/x"}','done',0,0,0,NULL,NULL,NULL);
 INSERT INTO judgements VALUES (1,'k','anthropic/x','overall','v',1,2,'hx','A',1,'[]',0,0,0,0);
 INSERT INTO matches VALUES (1,1,1,2,'done',1,NULL,NULL,1,'A',1,0,0,0), (2,2,1,2,'done',0,NULL,NULL,1,'A',1,0,0,0),
   (3,2,2,1,'pending',0,NULL,NULL,NULL,NULL,NULL,0,NULL,NULL);
@@ -166,7 +171,6 @@ ALTER TABLE matches ADD COLUMN failed_cost_usd FLOAT;
 def test_a_version_5_database_is_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "v5.db"
     store = upgraded(path, V5)
-    assert SCHEMA_VERSION == 6
     with sqlite3.connect(path) as conn:
         columns = {row[1] for row in conn.execute("pragma table_info(tournaments)")}
     assert {"failure_streak", "retried", "delivery"} <= columns
@@ -174,3 +178,69 @@ def test_a_version_5_database_is_upgraded(tmp_path: Path) -> None:
     assert [store.get_tournament(t)["delivery"] for t in (1, 2)] == ["live", "live"]  # every run was live
     store.close()
     Store(f"sqlite:///{path}").close()  # opening again changes nothing
+
+
+# Version 6 as it was written: version 5 plus tournaments.failure_streak, retried and delivery;
+# judgement keys without the order policy. Its rows: a pair judged by a worker with order single
+# (one call) under overall, the same pair with order both (two calls) under dimensions, an
+# imported verdict (one call), and an adaptive run between rounds.
+QUESTION, P, R = "Is p or r better?", "p is better.", "r is better."
+LEGACY = {criteria: judgement_key("anthropic/x", version, criteria, QUESTION, P, R)
+          for criteria, version in (("overall", PAIRWISE_TEMPLATE_VERSION), ("dimensions", "dimensions-v1"))}
+ONE_CALL = '[{"first": 3, "winner": "A"}]'
+TWO_CALLS = '[{"first": 3, "winner": "A"}, {"first": 4, "winner": "B"}]'
+V6 = V5.replace("INSERT INTO schema_version VALUES (5);", "INSERT INTO schema_version VALUES (6);") + f"""
+ALTER TABLE tournaments ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tournaments ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tournaments ADD COLUMN delivery VARCHAR(8) NOT NULL DEFAULT 'live';
+INSERT INTO submissions VALUES (3,'q2','{QUESTION}','m1','default','{P}','{content_hash(P)}','hq2','{{}}',0),
+  (4,'q2','{QUESTION}','m2','default','{R}','{content_hash(R)}','hq2','{{}}',0);
+INSERT INTO tournaments (id, name, spec, status, created_at, rounds) VALUES
+  (3,'adaptive','{{"judge": "anthropic/x", "mode": "adaptive", "order": "single", "round_size": 2}}','running',0,1),
+  (4,'import','{{"criteria": "overall", "judge": "import/f", "mode": "import", "source": "f.csv"}}','done',0,0);
+INSERT INTO judgements VALUES
+  (2,'{LEGACY["overall"]}','anthropic/x','overall','{PAIRWISE_TEMPLATE_VERSION}',3,4,'{content_hash(P)}','A',TRUE,
+   '{ONE_CALL}',10,2,0.5,0,NULL,NULL),
+  (3,'{LEGACY["dimensions"]}','anthropic/x','dimensions','dimensions-v1',3,4,'{content_hash(P)}','A',TRUE,
+   '{TWO_CALLS}',20,4,1.0,0,NULL,NULL),
+  (4,'imported','import/f','overall','import',3,4,'{content_hash(P)}','A',TRUE,'{ONE_CALL}',0,0,0,0,NULL,NULL);
+INSERT INTO matches VALUES (4,3,3,4,'done',1,NULL,NULL,2,'A',TRUE,0,0,0,3,TRUE,NULL);
+UPDATE counters SET value = 3;
+"""
+
+
+def test_a_version_6_database_is_upgraded(tmp_path: Path) -> None:
+    """Single-order judgements move to keys that hold the policy, so a run asking for both
+    orders no longer takes them (and a single-order run still does); both-order, imported and
+    unreadable ones keep their keys; every run's mode is a column."""
+    path = tmp_path / "v6.db"
+    store = upgraded(path, V6)
+    assert SCHEMA_VERSION == 7
+    check_version_6_upgrade(store)
+    store.close()
+    again = Store(f"sqlite:///{path}")  # opening again changes nothing
+    check_version_6_upgrade(again)
+    again.close()
+
+
+def check_version_6_upgrade(store: Store) -> None:
+    """What `test_a_version_6_database_is_upgraded` (and its PostgreSQL twin) check."""
+    texts = ("anthropic/x", PAIRWISE_TEMPLATE_VERSION, "overall", QUESTION, P, R)
+    single = judgement_key(*texts, OrderPolicy.SINGLE)
+    assert store.find_judgement(single)["id"] == 2
+    assert store.find_judgement(*answering_keys(*texts, OrderPolicy.BOTH)) is None  # both never takes single
+    assert store.find_judgement(*answering_keys(*texts, OrderPolicy.SINGLE))["id"] == 2
+    assert store.find_judgement(LEGACY["dimensions"])["id"] == 3  # two calls: both, its key as it was
+    assert store.find_judgement("imported")["id"] == 4 and store.find_judgement("k")["id"] == 1
+    with store._read() as conn:
+        policies = dict(conn.execute(select(s.judgements.c.id, s.judgements.c.order_policy)).all())
+        modes = dict(conn.execute(select(s.tournaments.c.id, s.tournaments.c.mode)).all())
+    assert policies == {1: None, 2: "single", 3: "both", 4: None}  # no call recorded, imported: unknown
+    assert modes == {1: "round_robin", 2: "round_robin", 3: "adaptive", 4: "import"}
+    assert store.judged_pairs("anthropic/x", "overall", PAIRWISE_TEMPLATE_VERSION) == set()
+    assert store.judged_pairs("anthropic/x", "overall", PAIRWISE_TEMPLATE_VERSION,
+                              (OrderPolicy.BOTH, OrderPolicy.SINGLE)) == {(3, 4)}
+    assert [due["id"] for due in store.rounds_due()] == [3]  # found by its mode column
+    assert store.calls_made(3, 1) == 0  # nothing was counted before: no failed call is invented
+    assert store.get_tournament(4)["spec"] == {"criteria": "overall", "judge": "import/f", "mode": "import",
+                                               "source": "f.csv"}

@@ -1,19 +1,24 @@
-"""Round-robin standings: counts, points, win rates and head-to-head matrices."""
+"""Round-robin standings: counts, points, win rates and head-to-head matrices; evalica's golden
+points and average win rates, on tests/data/llmfao_tiny (by hand) and on LLMFAO's crowd votes in
+../shared/data (a required part, tests/required.py)."""
 from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from leaderboard.standings import Record, round_robin_ranking, standings
 from leaderboard.types import Battle, Winner
+from tests.required import SHARED_DATA, SYNTHETIC_DATA, skip_required
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-LLMFAO = DATA / "llmfao" / "crowd-comparisons.csv"
-GOLDEN = DATA / "llmfao" / "evalica_golden" / "llmfao-golden.csv"
+# name -> (comparisons, golden scores)
+GOLDENS = {
+    "tiny": (SYNTHETIC_DATA / "llmfao_tiny" / "comparisons.csv", SYNTHETIC_DATA / "llmfao_tiny" / "golden.csv"),
+    "llmfao": (SHARED_DATA / "llmfao" / "crowd-comparisons.csv",
+               SHARED_DATA / "llmfao" / "evalica_golden" / "llmfao-golden.csv"),
+}
 POSITION = {"left": "A", "right": "B", "tie": "TIE"}
 
 # a beats b twice, a ties c, b beats c, c beats a.
@@ -74,20 +79,23 @@ def test_standings_of_nothing() -> None:
     assert Record("idle", 0, 0, 0).win_rate == 0.0
 
 
-def _llmfao() -> tuple[list[tuple[str, str, str]], dict[str, dict[str, float]]]:
-    if not LLMFAO.exists() or not GOLDEN.exists():
-        pytest.skip(f"data dir is missing: {DATA} (see ../shared/data/README.md)")
-    with LLMFAO.open(newline="", encoding="utf-8") as handle:
+def _golden(name: str) -> tuple[list[tuple[str, str, str]], dict[str, dict[str, float]]]:
+    comparisons, scores = GOLDENS[name]
+    for path in (comparisons, scores):
+        if not path.exists():
+            skip_required("shared-data", f"missing {path}")
+    with comparisons.open(newline="", encoding="utf-8") as handle:
         battles = [(r["left"], r["right"], POSITION[r["winner"]]) for r in csv.DictReader(handle)]
     golden: dict[str, dict[str, float]] = {}
-    with GOLDEN.open(newline="", encoding="utf-8") as handle:
+    with scores.open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             golden.setdefault(row["algorithm"], {})[row["item"]] = float(row["score"])
     return battles, golden
 
 
-def test_points_and_average_win_rate_reproduce_evalica() -> None:
-    battles, golden = _llmfao()
+@pytest.mark.parametrize("name", sorted(GOLDENS, reverse=True))
+def test_points_and_average_win_rate_reproduce_evalica(name: str) -> None:
+    battles, golden = _golden(name)
     table = standings(battles)
     points = {p: r.points for p, r in table.records.items()}
     assert points == pytest.approx(golden["counting"], abs=1e-9)  # evalica "counting" = wins + ½ ties

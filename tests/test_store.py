@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from leaderboard.keys import content_hash
+from leaderboard.spec import RunSpec
 from leaderboard.types import Pair, Winner
 from service.store import Conflict, NewJudgement, NewSubmission, NotFound, Store
 
@@ -47,7 +48,7 @@ def test_filters(store: Store) -> None:
 
 def test_tournament_lifecycle_and_counts(store: Store) -> None:
     (a, _), (b, _), (c, _) = store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b"), sub("q1", "m3", "c")])
-    tid = store.create_tournament("t", {"judge": "anthropic/x"}, [Pair(a, b), Pair(a, c), Pair(b, c)])
+    tid = store.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b), Pair(a, c), Pair(b, c)])
     matches = store.pending_matches(tid)
     assert store.get_tournament(tid)["status"] == "queued"
     assert store.start_match(matches[0])
@@ -66,13 +67,14 @@ def test_tournament_lifecycle_and_counts(store: Store) -> None:
 
 def test_tournament_finishes_when_no_match_is_active(store: Store) -> None:
     (a, _), (b, _) = store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b")])
-    tid = store.create_tournament("t", {"judge": "anthropic/x"}, [Pair(a, b)])
+    tid = store.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     (m,) = store.pending_matches(tid)
     store.fail_match(m, "transient", final=False)
     assert store.get_tournament(tid)["status"] == "queued"
     store.fail_match(m, "parse", final=True)
     assert store.get_tournament(tid)["status"] == "failed"
-    assert store.create_tournament("empty", {}, []) and store.list_tournaments()[0]["status"] == "done"
+    assert store.create_tournament("empty", RunSpec(judge="anthropic/x"), [])
+    assert store.list_tournaments()[0]["status"] == "done"
 
 
 def test_judgement_is_stored_once_per_key(store: Store) -> None:
@@ -88,7 +90,7 @@ def test_a_judgement_counts_once_across_tournaments(store: Store) -> None:
     (a, _), (b, _) = store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b")])
     jid = judgement(store, a, b, "k")
     for name in ("first", "second"):
-        tid = store.create_tournament(name, {"judge": "anthropic/x"}, [Pair(a, b)])
+        tid = store.create_tournament(name, RunSpec(judge="anthropic/x"), [Pair(a, b)])
         (m,) = store.pending_matches(tid)
         store.resolve_match(m, jid, Winner.A, True)
     rows = store.side_rows()
@@ -101,7 +103,7 @@ def test_stale_matches_and_unknown_ids(store: Store) -> None:
     (a, _), (b, _) = store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b")])
     now = [1000.0]
     st = Store(store.url, clock=lambda: now[0])
-    tid = st.create_tournament("t", {"judge": "anthropic/x"}, [Pair(a, b)])
+    tid = st.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     (m,) = st.pending_matches(tid)
     assert st.stale_matches(1010.0, 300) == []  # within the grace period
     assert [x["id"] for x in st.stale_matches(1100.0, 300)] == [m]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from leaderboard.spec import RunSpec
 from leaderboard.types import Pair
 from service.store import (
     BatchCounts,
@@ -15,10 +16,10 @@ from service.store import (
     Store,
 )
 
-SPEC = {"mode": "round_robin", "judge": "anthropic/m", "order": "both", "criteria": "overall", "delivery": "batch"}
+SPEC = RunSpec(judge="anthropic/m", delivery="batch")
 
 
-def run(store: Store, spec: dict = SPEC, models: str = "abc") -> tuple[int, list[int]]:
+def run(store: Store, spec: RunSpec = SPEC, models: str = "abc") -> tuple[int, list[int]]:
     """A tournament over one question answered by `models`; its id and its match ids."""
     added = store.add_submissions([NewSubmission("q1", "Q?", m, "default", f"{m} says") for m in models])
     ids = [sid for sid, _ in added]
@@ -149,5 +150,5 @@ def test_requests_nobody_waits_on_are_dropped_and_their_batches_idle(store: Stor
 
 
 def test_live_runs_are_never_ready_for_the_batch_driver(store: Store) -> None:
-    run(store, {**SPEC, "delivery": "live"})
+    run(store, SPEC.with_(delivery="live"))
     assert store.ready_batch_matches() == [] and not store.batch_work_left()

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text, update
 
 from leaderboard.keys import content_hash
+from leaderboard.spec import RunSpec
 from leaderboard.types import Pair, Winner
 from service.store import Conflict, NewJudgement, NewSubmission, Store
 from service.store import schema as s
@@ -72,8 +73,8 @@ def test_a_batch_is_idempotent_and_atomic(store: Store) -> None:
 
 def test_resolve_stamps_seq_and_counts_a_judgement_once(store: Store) -> None:
     a, b, c = three(store)
-    one = store.create_tournament("one", {"judge": JUDGE}, [Pair(a, b), Pair(a, c)])
-    two = store.create_tournament("two", {"judge": JUDGE}, [Pair(b, a)])
+    one = store.create_tournament("one", RunSpec(judge=JUDGE), [Pair(a, b), Pair(a, c)])
+    two = store.create_tournament("two", RunSpec(judge=JUDGE), [Pair(b, a)])
     (m1, m2), (m3,) = store.pending_matches(one), store.pending_matches(two)
     assert store.revision() == 0 and store.side_rows_since(0) == ([], 0)
     assert store.start_match(m1) and store.get_tournament(one)["status"] == "running"
@@ -115,7 +116,7 @@ def test_a_read_sees_one_snapshot(store: Store) -> None:
     them (SQLite's WAL snapshot; PostgreSQL's REPEATABLE READ), so a board's revision and its rows
     always match."""
     a, b, _ = three(store)
-    tid = store.create_tournament("t", {"judge": JUDGE}, [Pair(a, b)])
+    tid = store.create_tournament("t", RunSpec(judge=JUDGE), [Pair(a, b)])
     (m,) = store.pending_matches(tid)
     jid, _ = store.save_judgement(new_judgement(a, b, "k", "a"))
     writer = Store(store.url)
@@ -145,7 +146,7 @@ def test_failed_and_lost_matches(store: Store) -> None:
     now = [1000.0]
     clocked = Store(store.url, clock=lambda: now[0])
     try:
-        tid = clocked.create_tournament("t", {"judge": JUDGE}, [Pair(a, b), Pair(a, c), Pair(b, c)])
+        tid = clocked.create_tournament("t", RunSpec(judge=JUDGE), [Pair(a, b), Pair(a, c), Pair(b, c)])
         m1, m2, m3 = clocked.pending_matches(tid)
         assert [x["id"] for x in clocked.stale_matches(1100.0, 300)] == [m1, m2, m3]  # never handed out
         clocked.mark_queued({m1: "job-1", m2: "job-2", m3: "job-3"})
@@ -172,12 +173,12 @@ def test_schedules_rounds_and_snapshots_are_claimed_once(store: Store) -> None:
     a, b, c = three(store)
     other = Store(store.url)  # a second scheduler
     try:
-        tid = store.create_tournament("nightly", {"judge": JUDGE}, [], schedule="0 3 * * *", next_run_at=100.5)
+        tid = store.create_tournament("nightly", RunSpec(judge=JUDGE), [], schedule="0 3 * * *", next_run_at=100.5)
         assert [d["id"] for d in other.due_schedules(100.5)] == [tid] and store.due_schedules(100.4) == []
         assert store.claim_schedule(tid, 100.5, 186_500.25)
         assert not other.claim_schedule(tid, 100.5, 186_500.25)
         assert other.get_tournament(tid)["next_run_at"] == 186_500.25
-        run = store.create_tournament("adaptive", {"judge": JUDGE, "mode": "adaptive"}, [Pair(a, b)], rounds=1)
+        run = store.create_tournament("adaptive", RunSpec(judge=JUDGE, mode="adaptive"), [Pair(a, b)], rounds=1)
         assert store.rounds_due() == []
         (m,) = store.pending_matches(run)
         store.resolve_match(m, store.save_judgement(new_judgement(a, b, "k", "a", match_id=m))[0], Winner.A, True)
@@ -316,6 +317,23 @@ def test_an_old_postgres_database_is_upgraded(postgres_url: str, version: int) -
     Store(postgres_url).close()  # opening again changes nothing
 
 
+def test_a_version_6_postgres_database_is_upgraded(postgres_url: str) -> None:
+    """The order policy joins the judgement keys on PostgreSQL too (tests/test_schema.py)."""
+    from tests.test_schema import V6, check_version_6_upgrade
+
+    run_script(postgres_url, on_postgres(V6))
+    store = Store(postgres_url)
+    try:
+        check_version_6_upgrade(store)
+    finally:
+        store.close()
+    again = Store(postgres_url)  # opening again changes nothing
+    try:
+        check_version_6_upgrade(again)
+    finally:
+        again.close()
+
+
 def lock_waiters(store: Store) -> int:
     """How many other sessions of this database wait on a lock."""
     with store.engine.connect() as conn:
@@ -352,7 +370,7 @@ def two_workers(url: str) -> tuple[Store, Store]:
 
 def test_two_workers_resolving_one_match_exactly_one_wins(pg: Store) -> None:
     a, b, _ = three(pg)
-    tid = pg.create_tournament("t", {"judge": JUDGE}, [Pair(a, b)])
+    tid = pg.create_tournament("t", RunSpec(judge=JUDGE), [Pair(a, b)])
     (m,) = pg.pending_matches(tid)
     jid, _ = pg.save_judgement(new_judgement(a, b, "k", "a", match_id=m))
     one, two = two_workers(pg.url)
@@ -376,8 +394,8 @@ def test_two_workers_resolving_one_match_exactly_one_wins(pg: Store) -> None:
 
 def test_two_tournaments_resolving_one_pair_count_it_once(pg: Store) -> None:
     a, b, _ = three(pg)
-    t1 = pg.create_tournament("one", {"judge": JUDGE}, [Pair(a, b)])
-    t2 = pg.create_tournament("two", {"judge": JUDGE}, [Pair(b, a)])
+    t1 = pg.create_tournament("one", RunSpec(judge=JUDGE), [Pair(a, b)])
+    t2 = pg.create_tournament("two", RunSpec(judge=JUDGE), [Pair(b, a)])
     (m1,), (m2,) = pg.pending_matches(t1), pg.pending_matches(t2)
     jid, _ = pg.save_judgement(new_judgement(a, b, "k", "a"))
     one, two = two_workers(pg.url)
@@ -422,7 +440,7 @@ def test_a_run_stopped_while_a_worker_resolves_its_last_match_does_not_deadlock(
     its last match (match row, then the tournament row): the second in line must wait, not
     deadlock."""
     a, b, _ = three(pg)
-    tid = pg.create_tournament("t", {"judge": JUDGE}, [Pair(a, b)])
+    tid = pg.create_tournament("t", RunSpec(judge=JUDGE), [Pair(a, b)])
     (m,) = pg.pending_matches(tid)
     jid, _ = pg.save_judgement(new_judgement(a, b, "k", "a"))
     one, two = two_workers(pg.url)

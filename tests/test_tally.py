@@ -1,14 +1,15 @@
 """Tally: the incremental aggregate gives the same board as building it from all battles at once."""
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
 import pytest
 
 from leaderboard.board import build_board
-from leaderboard.ratings import bradley_terry_intervals, online_elo
-from leaderboard.standings import standings
+from leaderboard.fit import DEFAULT_RIDGE
+from leaderboard.ratings import bradley_terry_intervals
 from leaderboard.tally import Tally
 from leaderboard.types import Battle, Rating, Winner
 
@@ -57,21 +58,50 @@ def test_chunked_tally_equals_the_board_of_all_battles(seed: int) -> None:
 
 
 def test_tally_agrees_with_the_views_computed_independently() -> None:
+    """Checked from first principles, battle by battle in plain Python (not through the
+    functions the Tally itself calls): Elo's update rule, the W/L/T records, and the
+    Bradley-Terry fit's optimality (the penalised score equations hold at its ratings)."""
     battles = random_battles(np.random.default_rng(9), 800)
     tally = Tally(k=16.0)
     for battle in battles[:50]:
         tally.add([battle])  # one at a time, too
     tally.add(iter(battles[50:]))  # any iterable
-    assert tally.elo() == online_elo(battles, k=16.0)  # the same updates in the same order: equal
-    fitted = bradley_terry_intervals(battles)
-    records = standings(battles).records
+
+    elo: dict[str, float] = {}
+    records: dict[str, list[int]] = {}  # wins, losses, ties
+    for b in battles:
+        ra, rb = elo.setdefault(b.a, 1000.0), elo.setdefault(b.b, 1000.0)
+        score = {Winner.A: 1.0, Winner.B: 0.0, Winner.TIE: 0.5}[b.winner]
+        delta = 16.0 * b.weight * (score - 1 / (1 + 10 ** ((rb - ra) / 400)))
+        elo[b.a], elo[b.b] = ra + delta, rb - delta
+        for player, points in ((b.a, score), (b.b, 1 - score)):
+            record = records.setdefault(player, [0, 0, 0])
+            record[0 if points == 1 else 1 if points == 0 else 2] += 1
+    assert tally.elo() == pytest.approx(elo, abs=1e-9)
+
     board = tally.board()
-    assert {r.player for r in board} == set(fitted)
+    assert {r.player for r in board} == set(records)
+    for row in board:
+        wins, losses, ties = records[row.player]
+        assert (row.wins, row.losses, row.ties) == (wins, losses, ties)
+        assert row.extra["points"] == wins + ties / 2 and row.extra["win_rate"] == (wins + ties / 2) / (wins + losses + ties)
+        assert row.ci_low < row.rating < row.ci_high
+
+    # Bradley-Terry with the default ridge: at the fitted natural-log strengths θ (mean 0), every
+    # player's expected points minus its points, plus ridge·θ, is zero.
+    theta = {r.player: (r.rating - 1000.0) * math.log(10) / 400 for r in board}
+    assert sum(theta.values()) == pytest.approx(0.0, abs=1e-9)
+    gradient = {p: DEFAULT_RIDGE * t for p, t in theta.items()}
+    for b in battles:
+        score = {Winner.A: 1.0, Winner.B: 0.0, Winner.TIE: 0.5}[b.winner]
+        p_a = 1 / (1 + math.exp(theta[b.b] - theta[b.a]))
+        gradient[b.a] += b.weight * (p_a - score)
+        gradient[b.b] -= b.weight * (p_a - score)
+    assert max(abs(g) for g in gradient.values()) < 1e-7
+    # the intervals are the engine's own (bradley_terry_intervals, which the Tally calls too)
+    fitted = bradley_terry_intervals(battles)
     for row in board:
         assert (row.rating, row.ci_low, row.ci_high) == pytest.approx(fitted[row.player], abs=1e-9)
-        record = records[row.player]
-        assert (row.wins, row.losses, row.ties) == (record.wins, record.losses, record.ties)
-        assert row.extra["points"] == record.points and row.extra["win_rate"] == record.win_rate
 
 
 def test_board_snapshots_along_a_stream() -> None:

@@ -1,4 +1,6 @@
-"""AlpacaEval metrics: by hand, and reproducing the published leaderboards from the annotations."""
+"""AlpacaEval metrics: by hand, and reproducing the published leaderboards from the annotations:
+those of tests/data/alpaca_tiny (worked out by hand, tests/data/README.md) in any checkout, and
+the real ones of ../shared/data, a required part (tests/required.py)."""
 from __future__ import annotations
 
 import csv
@@ -10,21 +12,25 @@ from pathlib import Path
 import pytest
 
 from leaderboard.winrate import WinRate, alpaca_metrics
+from tests.required import SHARED_DATA, SYNTHETIC_DATA, skip_required
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-ALPACA = DATA / "alpaca_eval"
-PREFERENCES = ALPACA / "compact" / "preferences.csv.gz"
-BOARDS = ALPACA / "leaderboards"
-
-# annotator_dir -> (leaderboard CSV, models reproduced, models known not to reproduce), per
-# ../shared/data/README.md section 1.
-CASES = {
-    "alpaca_eval_gpt4": ("data_AlpacaEval/alpaca_eval_gpt4_leaderboard.csv", 52, set()),
-    "weighted_alpaca_eval_gpt4_turbo": ("data_AlpacaEval_2/weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", 57, set()),
-    "alpaca_eval_cot_gpt4_turbo_fn": ("data_AlpacaEval_2/alpaca_eval_cot_gpt4_turbo_fn_leaderboard.csv", 10, set()),
-    # The annotations of this run do not match its leaderboard row (15.53 vs 19.63).
-    "alpaca_eval_gpt4_turbo_fn": ("data_AlpacaEval_2/alpaca_eval_gpt4_turbo_fn_leaderboard.csv", 3, {"Mistral-7B-Instruct-v0.2"}),
+# source -> (its directory, {annotator_dir -> (leaderboard CSV, models reproduced, models known
+# not to reproduce)}); the shared ones per ../shared/data/README.md section 1.
+SOURCES = {
+    "synthetic": (SYNTHETIC_DATA / "alpaca_tiny", {
+        "tiny_gpt4": ("tiny_gpt4_leaderboard.csv", 2, {"m-mismatch"}),  # a row made not to match
+        "tiny_weighted": ("tiny_weighted_leaderboard.csv", 2, set()),
+    }),
+    "shared": (SHARED_DATA / "alpaca_eval", {
+        "alpaca_eval_gpt4": ("data_AlpacaEval/alpaca_eval_gpt4_leaderboard.csv", 52, set()),
+        "weighted_alpaca_eval_gpt4_turbo": ("data_AlpacaEval_2/weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", 57, set()),
+        "alpaca_eval_cot_gpt4_turbo_fn": ("data_AlpacaEval_2/alpaca_eval_cot_gpt4_turbo_fn_leaderboard.csv", 10, set()),
+        # The annotations of this run do not match its leaderboard row (15.53 vs 19.63).
+        "alpaca_eval_gpt4_turbo_fn": ("data_AlpacaEval_2/alpaca_eval_gpt4_turbo_fn_leaderboard.csv", 3,
+                                      {"Mistral-7B-Instruct-v0.2"}),
+    }),
 }
+CASES = [(source, annotator) for source, (_, cases) in SOURCES.items() for annotator in cases]
 
 
 def test_by_hand() -> None:
@@ -51,20 +57,23 @@ def test_weighted_preferences_strings_and_junk() -> None:
     assert empty.n_total == 0 and math.isnan(empty.win_rate) and math.isnan(empty.standard_error)
 
 
-def load_preferences() -> dict[str, dict[str, list[str]]]:
-    if not PREFERENCES.exists():
-        pytest.skip(f"data dir is missing: {PREFERENCES} (see ../shared/data/README.md)")
+def load_preferences(root: Path) -> dict[str, dict[str, list[str]]]:
+    """compact/preferences.csv(.gz): the preferences of each annotator_dir and results_model."""
+    path = next((p for p in (root / "compact" / "preferences.csv.gz", root / "compact" / "preferences.csv")
+                 if p.is_file()), None)
+    if path is None:
+        skip_required("shared-data", f"missing {root / 'compact' / 'preferences.csv.gz'}")
     grouped: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    with gzip.open(PREFERENCES, "rt", newline="", encoding="utf-8") as handle:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             grouped[row["annotator_dir"]][row["results_model"]].append(row["preference"])
     return grouped
 
 
-def load_board(name: str) -> dict[str, dict[str, str]]:
-    path = BOARDS / name
+def load_board(path: Path) -> dict[str, dict[str, str]]:
     if not path.exists():
-        pytest.skip(f"data dir is missing: {path} (see ../shared/data/README.md)")
+        skip_required("shared-data", f"missing {path}")
     with path.open(newline="", encoding="utf-8") as handle:
         return {row[""]: row for row in csv.DictReader(handle)}
 
@@ -79,17 +88,22 @@ def reproduces(got: WinRate, row: dict[str, str]) -> bool:
     )
 
 
-@pytest.fixture(scope="module")
-def preferences() -> dict[str, dict[str, list[str]]]:
-    return load_preferences()
+_loaded: dict[str, dict[str, dict[str, list[str]]]] = {}
 
 
-@pytest.mark.parametrize("annotator", sorted(CASES))
-def test_reproduces_the_published_leaderboard(annotator: str, preferences: dict[str, dict[str, list[str]]]) -> None:
-    board_file, expected, exceptions = CASES[annotator]
-    board = load_board(board_file)
-    runs = {model: alpaca_metrics(prefs) for model, prefs in preferences[annotator].items() if model in board}
+def preferences(source: str) -> dict[str, dict[str, list[str]]]:
+    """The source's preferences, read once per session (the real file holds 108,665 rows)."""
+    if source not in _loaded:
+        _loaded[source] = load_preferences(SOURCES[source][0])
+    return _loaded[source]
+
+
+@pytest.mark.parametrize(("source", "annotator"), CASES, ids=[f"{s}-{a}" for s, a in CASES])
+def test_reproduces_the_published_leaderboard(source: str, annotator: str) -> None:
+    root, cases = SOURCES[source]
+    board_file, expected, exceptions = cases[annotator]
+    board = load_board(root / "leaderboards" / board_file)
+    runs = {model: alpaca_metrics(prefs) for model, prefs in preferences(source)[annotator].items() if model in board}
     matched = {model for model, got in runs.items() if reproduces(got, board[model])}
     assert len(matched) == expected
     assert set(runs) - matched == exceptions
-

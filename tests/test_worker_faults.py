@@ -114,6 +114,7 @@ def wait_for(check, timeout_s: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_with_many_matches_in_flight_loses_nothing_and_pays_nothing_twice(
     db: Store, env: Settings, fake: FakeAnthropic
 ) -> None:
@@ -148,6 +149,7 @@ def test_a_worker_killed_with_many_matches_in_flight_loses_nothing_and_pays_noth
     assert len(answered) == 2 * matches
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limited", [False, True])
 def test_every_worker_keeps_one_shared_rate_limit(
     db: Store, env: Settings, fake: FakeAnthropic, limited: bool
@@ -180,6 +182,7 @@ def test_every_worker_keeps_one_shared_rate_limit(
     planted_winner_holds(db, tid)
 
 
+@pytest.mark.slow
 def test_a_provider_slower_than_the_claims_ttl_never_lets_a_twin_pay(
     db: Store, env: Settings, fake: FakeAnthropic
 ) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
+from leaderboard.spec import RunSpec
 from service.config import Settings
 from service.queue import JobQueue
 from service.store import NewSubmission, Store
@@ -112,8 +113,7 @@ def submit_field(store: Store, models: list[str], questions: int) -> int:
 def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge", **spec: object) -> int:
     """Launch a tournament (round robin, both orders, overall unless `spec` says otherwise); its id."""
     queue = JobQueue(Redis.from_url(settings.redis_url), settings.queue_name, 60)
-    full = {"mode": "round_robin", "judge": judge, "order": "both", "criteria": "overall", **spec}
-    return launch(store, queue, "t", full).id
+    return launch(store, queue, "t", RunSpec(judge=judge, **spec)).id  # type: ignore[arg-type]
 
 
 def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 90.0,

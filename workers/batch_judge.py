@@ -34,7 +34,7 @@ from typing import Any, AsyncContextManager
 
 from leaderboard.consistency import match_seed
 from leaderboard.pricing import cost_usd, estimate_tokens
-from leaderboard.types import MatchOutcome, OrderPolicy
+from leaderboard.types import MatchOutcome
 from service.store import MatchContext, NeededRequest, RequestStatus, StoredRequest
 
 from .budget import BUDGET, Meter, charge_unrecorded, stop_for
@@ -146,11 +146,11 @@ async def replay(deps: Deps, match_id: int) -> MatchOutcome:
     scores = KeptScores(OffLoopScores(store, io, deps.leases))
     judge: BatchJudge | None = None
     try:
-        _, model = parse_judge_spec(ctx.spec["judge"])
-        judge = BatchJudge(deps.judges.get(ctx.spec["judge"]), model, deps.settings.judge_max_tokens,
+        _, model = parse_judge_spec(ctx.spec.judge)
+        judge = BatchJudge(deps.judges.get(ctx.spec.judge), model, deps.settings.judge_max_tokens,
                            lambda custom_id: io(store.batch_request, custom_id), meter)
         judged = await criteria_set(criteria)(
-            judge, ctx, OrderPolicy(ctx.spec.get("order", "both")), random.Random(match_seed(key)), scores=scores,
+            judge, ctx, ctx.spec.order, random.Random(match_seed(key)), scores=scores,
         )
     except Suspended:
         assert judge is not None
@@ -167,10 +167,10 @@ async def replay(deps: Deps, match_id: int) -> MatchOutcome:
 async def _charge_kept(deps: Deps, ctx: MatchContext, scores: KeptScores) -> None:
     if not scores.kept:
         return
-    cost = cost_usd(ctx.spec["judge"], sum(i for i, _ in scores.kept), sum(o for _, o in scores.kept),
+    cost = cost_usd(ctx.spec.judge, sum(i for i, _ in scores.kept), sum(o for _, o in scores.kept),
                     deps.settings.price_table())
-    if cost:
-        await deps.io(deps.store.charge_match, ctx.match_id, cost * BATCH_DISCOUNT)
+    await deps.io(deps.store.charge_match, ctx.match_id, None if cost is None else cost * BATCH_DISCOUNT,
+                  calls=len(scores.kept))
 
 
 async def _wait(deps: Deps, ctx: MatchContext, judge: BatchJudge) -> MatchOutcome:
@@ -180,7 +180,7 @@ async def _wait(deps: Deps, ctx: MatchContext, judge: BatchJudge) -> MatchOutcom
     if reserved is None:
         await stop_for(deps.store, deps.io, ctx, BUDGET)
         return MatchOutcome.STOPPED
-    spec = ctx.spec["judge"]
+    spec = ctx.spec.judge
     needs = [NeededRequest(n.custom_id, spec, judge.model, n.params, n.size,
                            ctx.tournament_id if n.custom_id in reserved else None, reserved.get(n.custom_id))
              for n in judge.needed.values()]
@@ -196,7 +196,7 @@ async def _reserve(deps: Deps, ctx: MatchContext, new: list[Needed]) -> dict[str
     """Reserve each new request's largest cost (its prompt's estimate in, max_tokens out, at
     the batch price) under the run's budget: custom_id → USD reserved ({} without a budget), or
     None when one did not fit (what was reserved here is released)."""
-    budget, spend = ctx.spec.get("budget"), deps.spend
+    budget, spend = ctx.spec.budget, deps.spend
     if budget is None or spend is None:
         return {}
     got: dict[str, float] = {}
@@ -204,7 +204,7 @@ async def _reserve(deps: Deps, ctx: MatchContext, new: list[Needed]) -> dict[str
     for need in new:
         params = json.loads(need.params)
         tokens = estimate_tokens(params["system"]) + sum(estimate_tokens(m["content"]) for m in params["messages"])
-        cost = cost_usd(ctx.spec["judge"], tokens, params["max_tokens"], table)
+        cost = cost_usd(ctx.spec.judge, tokens, params["max_tokens"], table)
         if cost is None:
             continue
         if not await spend.reserve(ctx.tournament_id, float(budget), cost * BATCH_DISCOUNT):

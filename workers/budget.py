@@ -119,12 +119,12 @@ class SpendBook:
 
 def over_budget_reason(ctx: MatchContext, table: Mapping[str, Price], spent: float | None) -> str | None:
     """Why the match's run may not pay for another call ("unpriced", "budget"), or None."""
-    budget = ctx.spec.get("budget")
+    budget = ctx.spec.budget
     if budget is None:
         return None
-    if price_of(ctx.spec["judge"], table) is None:
+    if price_of(ctx.spec.judge, table) is None:
         return UNPRICED
-    if spent is not None and spent >= float(budget):
+    if spent is not None and spent >= budget:
         return BUDGET
     return None
 
@@ -132,7 +132,7 @@ def over_budget_reason(ctx: MatchContext, table: Mapping[str, Price], spent: flo
 async def stop_if_over_budget(store: Store, io: Offload, spend: SpendBook | None, table: Mapping[str, Price],
                               ctx: MatchContext) -> str | None:
     """Stop the match's run when its budget forbids judging; the reason, or None to go on."""
-    if ctx.spec.get("budget") is None:
+    if ctx.spec.budget is None:
         return None
     if spend is not None:
         spent = await spend.spent(ctx.tournament_id)
@@ -153,10 +153,13 @@ async def stop_for(store: Store, io: Offload, ctx: MatchContext, reason: str) ->
 async def charge_unrecorded(store: Store, io: Offload, table: Mapping[str, Price], ctx: MatchContext, meter: Meter,
                             discount: float = 1.0) -> float | None:
     """Charge the match what this attempt paid when no judgement of it records the calls (it
-    failed, or a twin stored the pair's judgement first); the cost charged, None when nothing
-    was paid or the judge has no price (a cost is never guessed)."""
-    cost = meter.cost(ctx.spec["judge"], table, discount) if meter.calls else None
+    failed, or a twin stored the pair's judgement first), and count those calls (an adaptive
+    run's `max_calls` counts them, priced or not); the cost charged, None when nothing was paid
+    or the judge has no price (a cost is never guessed)."""
+    if not meter.calls:
+        return None
+    cost = meter.cost(ctx.spec.judge, table, discount)
+    await io(store.charge_match, ctx.match_id, cost, calls=meter.calls)
     if cost:
-        await io(store.charge_match, ctx.match_id, cost)
         log.info("match %d: charged $%.6f for %d calls no judgement records", ctx.match_id, cost, meter.calls)
     return cost

@@ -1,7 +1,8 @@
 """One match, judged: the coroutine a worker process runs dozens of at once.
 
 `judge_one(deps, match_id)` loads the match, answers it from a stored judgement when one exists
-(free), or claims its judgement key (`workers.leases`), asks the judge through the match's gate
+(free: one under its own key, or, for an order `single` match, a `both` judgement of the pair), or
+claims its judgement key (`workers.leases`), asks the judge through the match's gate
 (`workers.gate`: a slot, the shared rate limit, the budget), stores the judgement once under its
 key and resolves the match. Its dependencies are handed in (`Deps`), not rebuilt from the
 environment, and every store call runs off the event loop (`Deps.io`), so a blocking database
@@ -27,10 +28,10 @@ from typing import Any, AsyncContextManager
 from redis.asyncio import Redis
 
 from leaderboard.consistency import match_seed
-from leaderboard.keys import content_hash, judgement_key, orient
+from leaderboard.keys import answering_keys, content_hash, judgement_key, keyed_order, orient
 from leaderboard.pricing import priced_calls
 from leaderboard.templates import template_version
-from leaderboard.types import Delivery, MatchOutcome, OrderPolicy, Winner
+from leaderboard.types import MatchOutcome, Winner
 from service.config import Settings
 from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
 
@@ -104,22 +105,44 @@ class OffLoopScores:
         return await self.io(self.store.keep_score, submission_id, judge, criteria, total, detail)
 
 
-def key_of(ctx: MatchContext) -> tuple[str, str, str]:
-    """The match's judgement key, its criteria set and that set's prompt version."""
-    criteria = ctx.spec.get("criteria", "overall")
-    version = template_version(criteria)
-    key = judgement_key(ctx.spec["judge"], version, criteria, ctx.a.question, ctx.a.output, ctx.b.output)
-    return key, criteria, version
+@dataclass(frozen=True)
+class Keyed:
+    """A match's judgement key (the one it stores under and claims), the keys whose stored
+    judgement answers it, best first (`leaderboard.keys.answering_keys`), its criteria set and
+    that set's prompt version."""
+
+    key: str
+    answering: tuple[str, ...]
+    criteria: str
+    version: str
+
+
+def key_of(ctx: MatchContext) -> Keyed:
+    """How the match's judgement is keyed (see `Keyed`)."""
+    spec = ctx.spec
+    version = template_version(spec.criteria)
+    texts = (spec.judge, version, spec.criteria, ctx.a.question, ctx.a.output, ctx.b.output)
+    return Keyed(judgement_key(*texts, spec.order), answering_keys(*texts, spec.order), spec.criteria, version)
 
 
 @dataclass(frozen=True)
 class Opened:
-    """A match that needs its judge: its context, judgement key, criteria set and prompt version."""
+    """A match that needs its judge: its context and how its judgement is keyed."""
 
     ctx: MatchContext
-    key: str
-    criteria: str
-    version: str
+    keyed: Keyed
+
+    @property
+    def key(self) -> str:
+        return self.keyed.key
+
+    @property
+    def criteria(self) -> str:
+        return self.keyed.criteria
+
+    @property
+    def version(self) -> str:
+        return self.keyed.version
 
 
 async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
@@ -131,12 +154,12 @@ async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
         return MatchOutcome.MISSING
     if ctx.status not in ACTIVE:
         return MatchOutcome.SKIPPED
-    key, criteria, version = key_of(ctx)
-    if await resolve_from_store(deps, ctx, key):
+    keyed = key_of(ctx)
+    if await resolve_from_store(deps, ctx, keyed.answering):
         return MatchOutcome.CACHED
     if await stop_if_over_budget(deps.store, deps.io, deps.spend, deps.settings.price_table(), ctx):
         return MatchOutcome.STOPPED
-    return Opened(ctx, key, criteria, version)
+    return Opened(ctx, keyed)
 
 
 async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
@@ -148,7 +171,7 @@ async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
     if deps.leases is not None and not await deps.leases.claim(key):
         return await wait_for_twin(deps, ctx)
     try:
-        if await resolve_from_store(deps, ctx, key):  # a twin stored it between our look and our claim
+        if await resolve_from_store(deps, ctx, opened.keyed.answering):  # a twin stored it since our look
             return MatchOutcome.CACHED
         return await _judge_and_record(deps, ctx, key, criteria, version)
     finally:
@@ -156,9 +179,10 @@ async def judge_one(deps: Deps, match_id: int) -> MatchOutcome:
             await deps.leases.release(key)
 
 
-async def resolve_from_store(deps: Deps, ctx: MatchContext, key: str) -> bool:
-    """Resolve the match from a judgement already stored under its key, if there is one."""
-    cached = await deps.io(deps.store.find_judgement, key)
+async def resolve_from_store(deps: Deps, ctx: MatchContext, keys: tuple[str, ...]) -> bool:
+    """Resolve the match from a judgement already stored under one of its answering keys (the
+    best first), if there is one."""
+    cached = await deps.io(deps.store.find_judgement, *keys)
     if cached is None:
         return False
     winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
@@ -169,12 +193,12 @@ async def resolve_from_store(deps: Deps, ctx: MatchContext, key: str) -> bool:
 def gate_for(deps: Deps, ctx: MatchContext, key: str, meter: Meter) -> Gate:
     """The gate every call of this match passes (see `workers.gate`)."""
     spec, settings = ctx.spec, deps.settings
-    judge = spec["judge"]
-    limits = settings.limits(judge, rpm=spec.get("rpm"), tpm=spec.get("tpm"))
+    judge = spec.judge
+    limits = settings.limits(judge, rpm=spec.rpm, tpm=spec.tpm)
     budget = None
-    if spec.get("budget") is not None:
-        discount = BATCH_DISCOUNT if spec.get("delivery") == Delivery.BATCH.value else 1.0
-        budget = Budget(ctx.tournament_id, float(spec["budget"]), settings.price_table(), discount)
+    if spec.budget is not None:
+        discount = BATCH_DISCOUNT if spec.batch else 1.0
+        budget = Budget(ctx.tournament_id, spec.budget, settings.price_table(), discount)
     leases = deps.leases
     return Gate(
         spec=judge,
@@ -201,9 +225,9 @@ async def _judge_and_record(deps: Deps, ctx: MatchContext, key: str, criteria: s
     try:
         try:
             # Built off the loop: the first use imports the SDK, which would stall the heartbeat.
-            judge = GatedJudge(await io(deps.judges.get, spec["judge"]), gate_for(deps, ctx, key, meter))
+            judge = GatedJudge(await io(deps.judges.get, spec.judge), gate_for(deps, ctx, key, meter))
             judged = await criteria_set(criteria)(
-                judge, ctx, OrderPolicy(spec.get("order", "both")), random.Random(match_seed(key)),
+                judge, ctx, spec.order, random.Random(match_seed(key)),
                 scores=OffLoopScores(store, io, deps.leases),
             )
         except BaseException:
@@ -232,10 +256,10 @@ async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version
     paid is then charged to the match."""
     store, io, spec = deps.store, deps.io, ctx.spec
     table = deps.settings.price_table()
-    priced, cost = priced_calls(calls_as_json(judged.calls), spec["judge"], table, discount)
+    priced, cost = priced_calls(calls_as_json(judged.calls), spec.judge, table, discount)
     judgement_id, created = await io(store.save_judgement, NewJudgement(
         key=key,
-        judge=spec["judge"],
+        judge=spec.judge,
         criteria=criteria,
         template_version=version,
         a_id=ctx.a.id,
@@ -248,6 +272,7 @@ async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version
         output_tokens=sum(c.output_tokens for c in judged.calls),
         cost_usd=cost,
         match_id=ctx.match_id,
+        order=keyed_order(criteria, spec.order),
     ))
     if not created:  # a twin (its claim had lapsed) stored the pair first: ours is not kept
         await charge_unrecorded(store, io, table, ctx, meter, discount)

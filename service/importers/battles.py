@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaderboard.health import HUMAN_PREFIX
-from leaderboard.types import Winner
+from leaderboard.types import PLACEHOLDER_OUTPUT, Winner
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
 
@@ -38,7 +38,7 @@ from .common import (
     timed,
 )
 
-PLACEHOLDER = "(imported battle: output not available)"
+PLACEHOLDER = PLACEHOLDER_OUTPUT  # live tournaments never pair these (service.store.submissions)
 CRITERIA = "overall"
 JUDGE_PREFIX = "import/"
 # (first, second, names are display positions): LLMFAO's left/right say who was shown first.

@@ -161,8 +161,8 @@ def get_leaderboard(
     combined by the consistency rule on their own)."""
     level, name = by.level, (dimension.value if dimension is not None else None)
     board = boards.board(level, tournament_id=tournament, judge=judge, dimension=name)
-    spec = boards.store.get_tournament(tournament)["spec"] if tournament is not None else {}
-    if spec.get("mode") == "anchored" and name is None and level.value == spec.get("level"):
+    spec = boards.store.tournament_spec(tournament) if tournament is not None else None
+    if spec is not None and spec.anchored and name is None and level is spec.level:
         # an anchored tournament: its anchors held at the ratings they had when it was created
         rows = anchored_board(boards.store, spec, k=boards.k)
         board = Board(level=level, rows=rows, judgements=board.judgements, revision=board.revision)

@@ -5,7 +5,8 @@ A sampled tournament without a seed gets one drawn here and stored in its spec, 
 nightly re-runs included, can be planned again identically. A `budget` needs a judge with a
 price (`leaderboard.pricing`, `JOUST_PRICES`): without one its spend could not be counted. A
 judge needs its credentials configured here (`check_credentials`): without them every match
-would fail at the provider after its retries. A dry run is checked like a real run.
+would fail at the provider after its retries; an `offline/` judge must be one the workers have
+(`service.config.OFFLINE_JUDGES`). A dry run is checked like a real run.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
 from leaderboard.pricing import price_of
-from leaderboard.types import Delivery, Level
+from leaderboard.spec import RunSpec
+from leaderboard.types import Delivery, Mode
 from service import rounds, tournaments
 from service.api_models import (
     DryRunOut,
@@ -27,7 +29,7 @@ from service.api_models import (
     TournamentRetried,
 )
 from service.auth import require_api_key
-from service.config import Settings
+from service.config import OFFLINE_JUDGES, Settings
 from service.cron import next_due
 from service.queue import JobQueue
 from service.store import RetryRefused, Store
@@ -52,51 +54,60 @@ _REQUEST = TypeAdapter(TournamentIn)
 TournamentId = Annotated[int, id_path("tournament")]
 
 
-def build_spec(request: TournamentIn, settings: Settings) -> dict:
+def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
     """The stored spec: everything needed to plan and judge the tournament again; 422 when its
-    judge has no credentials here (`check_credentials`, so that every front end refuses it)."""
+    judge is unknown or has no credentials here (`check_judge`, `check_credentials`, so that
+    every front end refuses it)."""
     seed = request.seed
-    if request.mode == "sampled" and seed is None:
+    if request.mode == Mode.SAMPLED.value and seed is None:
         seed = secrets.randbelow(2**31)
-    spec = {
-        "mode": request.mode,
-        "judge": request.judge or settings.judge,
-        "order": request.order,
-        "criteria": request.criteria,
-        "models": request.models,
-        "scenarios": request.scenarios,
-        "questions": request.questions,
-        "opponents": request.opponents,
-        "seed": seed,
-        "budget": request.budget,
-        "rpm": request.rpm,
-        "tpm": request.tpm,
-        "delivery": delivery_of(request, settings),
+    spec = RunSpec(
+        mode=Mode(request.mode),
+        judge=request.judge or settings.judge,
+        order=request.order,
+        criteria=request.criteria,
+        models=request.models,
+        scenarios=request.scenarios,
+        questions=request.questions,
+        opponents=request.opponents,
+        seed=seed,
+        budget=request.budget,
+        rpm=request.rpm,
+        tpm=request.tpm,
+        delivery=delivery_of(request, settings),
         **_round_options(request),
-    }
+    )
+    check_judge(spec)
     check_credentials(spec, settings)
     return spec
 
 
-def check_spec(spec: dict, settings: Settings, store: Store) -> None:
-    """Every check of a built spec (budget, criteria, delivery, anchors): 422 for the first that fails."""
+def check_spec(spec: RunSpec, settings: Settings, store: Store) -> RunSpec:
+    """Every check of a built spec (budget, criteria, delivery, anchors): 422 for the first that
+    fails; the spec to store (an anchored one with its anchors' ratings)."""
     check_budget(spec, settings)
     check_criteria(spec)
     check_delivery(spec)
-    check_anchors(spec, store)
+    return with_anchor_ratings(spec, store)
 
 
 def _refuse(field: str, message: str) -> ApiError:
     return ApiError(422, f"{field}: {message}", details=[{"path": field, "message": message}])
 
 
-def check_credentials(spec: dict, settings: Settings) -> None:
+def check_judge(spec: RunSpec) -> None:
+    """422 for an `offline/` judge the workers do not have: every match would fail."""
+    if spec.judge.partition("/")[0] == "offline" and spec.judge not in OFFLINE_JUDGES:
+        raise _refuse("judge", f"unknown offline judge {spec.judge!r} (known: {', '.join(OFFLINE_JUDGES)})")
+
+
+def check_credentials(spec: RunSpec, settings: Settings) -> None:
     """422 naming the variable to set when the judge cannot be reached from here: an
     `anthropic/` judge needs ANTHROPIC_API_KEY (also with a custom ANTHROPIC_BASE_URL, whose
     server the SDK sends it to); an `openai/` judge needs a server (OPENAI_BASE_URL or its own
     base_url in JOUST_JUDGE_ENDPOINTS; a key is optional there) or, for OpenAI itself, a key
     (OPENAI_API_KEY or its own); an `offline/` judge needs nothing."""
-    judge = spec["judge"]
+    judge = spec.judge
     provider = judge.partition("/")[0]
     if provider == "anthropic" and not settings.anthropic_api_key:
         where = " (the key the server at ANTHROPIC_BASE_URL expects)" if settings.anthropic_base_url else ""
@@ -119,38 +130,39 @@ def delivery_of(request: TournamentIn, settings: Settings) -> str:
     return Delivery.BATCH.value if request.schedule and judge.startswith("anthropic/") else Delivery.LIVE.value
 
 
-def check_delivery(spec: dict) -> None:
+def check_delivery(spec: RunSpec) -> None:
     """422 when batch delivery is asked of a judge whose provider has no batch API here."""
-    if spec["delivery"] == Delivery.BATCH.value and not spec["judge"].startswith("anthropic/"):
+    if spec.batch and not spec.judge.startswith("anthropic/"):
         raise _refuse("delivery", f"batch delivery needs an anthropic/ judge (Anthropic's Message Batches API); "
-                                  f"{spec['judge']!r} is judged live")
+                                  f"{spec.judge!r} is judged live")
 
 
-def _round_options(request: TournamentIn) -> dict:
-    """The adaptive and anchored options, stored only for those modes."""
-    if request.mode == "adaptive":
-        return {"level": request.level or "model", "round_size": request.round_size or rounds.ROUND_SIZE,
-                "max_calls": request.max_calls, "target_ci_width": request.target_ci_width}
-    if request.mode == "anchored":
-        return {"level": request.level or "model", "anchors": request.anchors}
+def _round_options(request: TournamentIn) -> dict[str, Any]:
+    """The adaptive and anchored options, set only for those modes (the others keep defaults)."""
+    level = {"level": request.level} if request.level is not None else {}
+    if request.mode == Mode.ADAPTIVE.value:
+        size = {"round_size": request.round_size} if request.round_size is not None else {}
+        return {**level, **size, "max_calls": request.max_calls, "target_ci_width": request.target_ci_width}
+    if request.mode == Mode.ANCHORED.value:
+        return {**level, "anchors": request.anchors}
     return {}
 
 
-def check_anchors(spec: dict, store: Store) -> None:
-    """Take the anchors' ratings from the judge's current board into the spec; 422 when an
-    anchor has no battles for this judge at the level."""
-    if spec["mode"] != "anchored":
-        return
+def with_anchor_ratings(spec: RunSpec, store: Store) -> RunSpec:
+    """An anchored spec with its anchors' ratings from the judge's current board; 422 when an
+    anchor has no battles for this judge at the level. Any other spec as it is."""
+    if not spec.anchored:
+        return spec
     try:
-        spec["anchor_ratings"] = rounds.anchor_ratings(store, spec["judge"], Level(spec["level"]), spec["anchors"])
+        return spec.with_(anchor_ratings=rounds.anchor_ratings(store, spec.judge, spec.level, spec.anchors or ()))
     except ValueError as exc:
         raise _refuse("anchors", str(exc)) from exc
 
 
-def check_budget(spec: dict, settings: Settings) -> None:
+def check_budget(spec: RunSpec, settings: Settings) -> None:
     """422 when a budget is asked of a judge without a price."""
-    if spec["budget"] is not None and price_of(spec["judge"], settings.price_table()) is None:
-        raise _refuse("budget", f"the judge {spec['judge']!r} has no price, so a budget cannot be kept: give it one "
+    if spec.budget is not None and price_of(spec.judge, settings.price_table()) is None:
+        raise _refuse("budget", f"the judge {spec.judge!r} has no price, so a budget cannot be kept: give it one "
                                 "in the JOUST_PRICES file, or drop the budget")
 
 
@@ -158,10 +170,10 @@ def check_budget(spec: dict, settings: Settings) -> None:
 CHAT_ONLY_CRITERIA = ("dimensions", "factsim")
 
 
-def check_criteria(spec: dict) -> None:
+def check_criteria(spec: RunSpec) -> None:
     """422 when the judge cannot answer the criteria set at all, instead of failing every match."""
-    if spec["judge"].startswith("offline/") and spec["criteria"] in CHAT_ONLY_CRITERIA:
-        raise _refuse("criteria", f"the offline judge {spec['judge']!r} cannot judge {spec['criteria']!r}, which "
+    if spec.judge.startswith("offline/") and spec.criteria in CHAT_ONLY_CRITERIA:
+        raise _refuse("criteria", f"the offline judge {spec.judge!r} cannot judge {spec.criteria!r}, which "
                                   "needs a chat judge (anthropic/... or openai/...)")
 
 
@@ -185,12 +197,11 @@ def create_tournament(
     """Plan the pairs, store the matches and put one job per match on the queue; with
     `dry_run=true`, answer 200 with what that would take and create nothing."""
     request = validate(_REQUEST, body)
-    spec = build_spec(request, settings)
-    check_spec(spec, settings, store)
+    spec = check_spec(build_spec(request, settings), settings, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
         response.status_code = 200
-        return DryRunOut(**asdict(estimate), seed=spec["seed"])
+        return DryRunOut(**asdict(estimate), seed=spec.seed)
     next_run_at = next_due(request.schedule, time.time()) if request.schedule else None
     run = tournaments.launch(store, queue, request.name, spec, schedule=request.schedule, next_run_at=next_run_at)
     status = store.get_tournament(run.id)["status"]

@@ -19,9 +19,11 @@ from typing import Any, Callable, Iterator
 from sqlalchemy import create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from leaderboard.types import Submission, Winner
+from leaderboard.spec import RunSpec
+from leaderboard.types import OrderPolicy, Submission, Winner
 
 from . import schema as s
+from .migrations import migrate
 
 ACTIVE = ("pending", "queued", "running")
 # The PostgreSQL advisory lock every write transaction takes first (the bytes of "joust").
@@ -70,17 +72,20 @@ class NewJudgement:
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the judge's model has no price
     match_id: int | None = None  # the match whose worker made it (a tournament's spend)
+    # The order policy it was judged with (part of its key); None where the order does not
+    # matter (`leaderboard.keys.keyed_order`).
+    order: OrderPolicy | None = None
 
 
 @dataclass(frozen=True)
 class MatchContext:
-    """Everything a worker needs to judge one match."""
+    """Everything a worker needs to judge one match (`spec`: its tournament's, parsed)."""
 
     match_id: int
     tournament_id: int
     status: str
     attempts: int
-    spec: dict
+    spec: RunSpec
     a: Submission
     b: Submission
     # submission id -> its metadata (the `factsim` criteria set reads a summary's sources there)
@@ -131,7 +136,7 @@ class Database:
             self.engine = create_engine(url, pool_pre_ping=True)
         self._postgres = self.engine.dialect.name == "postgresql"
         with self._write() as conn:
-            s.migrate(conn)
+            migrate(conn)
 
     def close(self) -> None:
         """Release the connection pool."""

@@ -9,6 +9,7 @@ from sqlalchemy import func, or_, select
 
 from leaderboard.health import HUMAN_PREFIX, CallRecord, JudgeHealth, JudgementRecord
 from leaderboard.health import judge_health as compute_health
+from leaderboard.spec import RunSpec
 from leaderboard.types import Winner
 
 from . import schema as s
@@ -68,8 +69,8 @@ class Health(Database):
         counts: Counter[str] = Counter()
         with self._read() as conn:
             for r in conn.execute(query):
-                name = json.loads(r.spec).get("judge")
-                if name and (judge is None or name == judge):
+                name = RunSpec.from_json(r.spec).judge
+                if judge is None or name == judge:
                     counts[name] += int(r.n)
         return dict(counts)
 

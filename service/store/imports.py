@@ -27,7 +27,8 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.keys import content_hash
-from leaderboard.types import Winner
+from leaderboard.spec import RunSpec
+from leaderboard.types import Mode, Winner
 
 from . import schema as s
 from .base import Conflict, Database, NewSubmission, NotFound
@@ -176,7 +177,6 @@ class ImportSession:
 
     def add_judgements(
         self, *, name: str, source: str, judge: str, criteria: str, rows: Sequence[ImportedJudgement],
-        spec: dict | None = None,
     ) -> JudgementImport:
         """Store the judgements whose keys are new, in order, each with one resolved match of a
         new import tournament (repeats of an ordered pair in child layers)."""
@@ -188,12 +188,12 @@ class ImportSession:
                 new.append(row)
         if not new:
             return JudgementImport(None, 0, len(rows))
-        base_spec = {"mode": "import", "source": source, "judge": judge, "criteria": criteria, **(spec or {})}
+        base_spec = RunSpec(judge=judge, mode=Mode.IMPORT, criteria=criteria, source=source)
         judgement_ids = self._insert_judgements(judge, criteria, new)
         layer_of = _layers(new)
         tournaments = [self._tournament(name, base_spec, None)]
         for layer in range(1, max(layer_of) + 1):
-            tournaments.append(self._tournament(f"{name} [layer {layer + 1}]", {**base_spec, "layer": layer + 1},
+            tournaments.append(self._tournament(f"{name} [layer {layer + 1}]", base_spec.with_(layer=layer + 1),
                                                 tournaments[0]))
         first_seq = self._reserve_seq(len(new))
         self.conn.execute(s.matches.insert(), [
@@ -244,9 +244,9 @@ class ImportSession:
             ids.update((r.key, r.id) for r in found)
         return [ids[r.key] for r in rows]
 
-    def _tournament(self, name: str, spec: dict, parent_id: int | None) -> int:
+    def _tournament(self, name: str, spec: RunSpec, parent_id: int | None) -> int:
         inserted = self.conn.execute(s.tournaments.insert().values(
-            name=name[:255], spec=json.dumps(spec, sort_keys=True), status="done", created_at=self.now,
+            name=name[:255], spec=spec.to_json(), mode=spec.mode.value, status="done", created_at=self.now,
             started_at=self.now, finished_at=self.now, parent_id=parent_id,
         )).inserted_primary_key
         assert inserted is not None
@@ -297,12 +297,10 @@ class Imports(Database):
 
     def import_judgements(
         self, *, name: str, source: str, judge: str, criteria: str, rows: Sequence[ImportedJudgement],
-        spec: dict | None = None,
     ) -> JudgementImport:
         """Store imported judgements with their resolved matches in one new tournament."""
         with self.importing() as session:
-            return session.add_judgements(name=name, source=source, judge=judge, criteria=criteria, rows=rows,
-                                          spec=spec)
+            return session.add_judgements(name=name, source=source, judge=judge, criteria=criteria, rows=rows)
 
     def score_means(
         self, judge: str, criteria: str, by: Sequence[str] = ("model", "scenario")

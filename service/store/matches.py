@@ -8,7 +8,8 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.types import Winner
+from leaderboard.spec import RunSpec
+from leaderboard.types import Mode, Winner
 
 from . import schema as s
 from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, stop_run, submission_of
@@ -33,7 +34,7 @@ class Matches(Database):
             tournament_id=row.tournament_id,
             status=row.status,
             attempts=row.attempts,
-            spec=json.loads(row.spec),
+            spec=RunSpec.from_json(row.spec),
             a=subs[row.a_id],
             b=subs[row.b_id],
             metadata={r.id: json.loads(r.metadata or "{}") for r in rows},
@@ -57,12 +58,14 @@ class Matches(Database):
             )
         return True
 
-    def find_judgement(self, key: str) -> dict | None:
-        """The judgement stored under a key, if any."""
+    def find_judgement(self, key: str, *more: str) -> dict | None:
+        """The judgement stored under `key`, else under the first of `more` that has one
+        (a request's answering keys, best first: `leaderboard.keys.answering_keys`); None."""
         j = s.judgements
+        keys = [key, *more]
         with self._read() as conn:
-            row = conn.execute(select(j).where(j.c.key == key)).first()
-        return None if row is None else _judgement_view(row)
+            rows = {r.key: r for r in conn.execute(select(j).where(j.c.key.in_(keys)))}
+        return next((_judgement_view(rows[k]) for k in keys if k in rows), None)
 
     def save_judgement(self, new: NewJudgement) -> tuple[int, bool]:
         """Store a judgement once under its key; a second writer gets the first one's id."""
@@ -83,6 +86,7 @@ class Matches(Database):
             "cost_usd": new.cost_usd,
             "created_at": self._clock(),
             "match_id": new.match_id,
+            "order_policy": None if new.order is None else new.order.value,
         }
         try:
             with self._write() as conn:
@@ -177,26 +181,31 @@ class Matches(Database):
             self._settle_tournament(conn, match_id, now)
         return stopped
 
-    def charge_match(self, match_id: int, cost_usd: float) -> None:
+    def charge_match(self, match_id: int, cost_usd: float | None, *, calls: int = 0) -> None:
         """Add to what the match's attempts paid for calls no stored judgement records
-        (`failed_cost_usd`, part of its tournament's spend), whatever the match's status: a
-        call paid while the run was being stopped was paid all the same."""
+        (`failed_cost_usd`, part of its tournament's spend; None: the judge has no price) and to
+        how many such calls there were (`failed_calls`, which an adaptive run's `max_calls`
+        counts), whatever the match's status: a call paid while the run was being stopped was
+        paid all the same."""
         m = s.matches
+        values: dict[str, Any] = {}
+        if cost_usd:
+            values["failed_cost_usd"] = func.coalesce(m.c.failed_cost_usd, 0.0) + float(cost_usd)
+        if calls:
+            values["failed_calls"] = m.c.failed_calls + int(calls)
+        if not values:
+            return
         with self._write() as conn:
-            conn.execute(
-                update(m)
-                .where(m.c.id == match_id)
-                .values(failed_cost_usd=func.coalesce(m.c.failed_cost_usd, 0.0) + float(cost_usd))
-            )
+            conn.execute(update(m).where(m.c.id == match_id).values(**values))
 
     def _settle_tournament(self, conn: Connection, match_id: int, now: float) -> None:
         """Finish a tournament once none of its matches is still active; an adaptive one stays
         running between rounds (its planner, `service.rounds`, finishes it)."""
         m, t = s.matches, s.tournaments
         found = conn.execute(
-            select(m.c.tournament_id, t.c.spec).join(t, t.c.id == m.c.tournament_id).where(m.c.id == match_id)
+            select(m.c.tournament_id, t.c.mode).join(t, t.c.id == m.c.tournament_id).where(m.c.id == match_id)
         ).first()
-        if found is None or json.loads(found.spec).get("mode") == "adaptive":
+        if found is None or found.mode == Mode.ADAPTIVE.value:
             return
         tid = found.tournament_id
         still = conn.execute(

@@ -7,12 +7,13 @@ row per (run, level) under a unique constraint.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.types import Pair
+from leaderboard.spec import RunSpec
+from leaderboard.types import Mode, OrderPolicy, Pair
 
 from . import schema as s
 from .base import ACTIVE, Database
@@ -24,17 +25,17 @@ class Rounds(Database):
     """Adaptive rounds (plan, claim, finish) and board snapshots of scheduled runs."""
 
     def rounds_due(self) -> list[dict]:
-        """Adaptive tournaments still queued or running with no active match: a round is over."""
+        """Adaptive tournaments still queued or running with no active match: a round is over.
+        {"id", "spec" (a RunSpec), "rounds"}."""
         t, m = s.tournaments, s.matches
         active = select(m.c.id).where(m.c.tournament_id == t.c.id, m.c.status.in_(ACTIVE)).exists()
         with self._read() as conn:
             rows = conn.execute(
                 select(t.c.id, t.c.spec, t.c.rounds)
-                .where(t.c.status.in_(("queued", "running")), ~active)
+                .where(t.c.mode == Mode.ADAPTIVE.value, t.c.status.in_(("queued", "running")), ~active)
                 .order_by(t.c.id)
             ).all()
-        found = [{"id": r.id, "spec": json.loads(r.spec), "rounds": r.rounds} for r in rows]
-        return [f for f in found if f["spec"].get("mode") == "adaptive"]
+        return [{"id": r.id, "spec": RunSpec.from_json(r.spec), "rounds": r.rounds} for r in rows]
 
     def add_round(self, tournament_id: int, expected_rounds: int, pairs: Sequence[Pair]) -> bool:
         """Claim the next round (rounds: expected → expected + 1) and add its pending matches,
@@ -75,17 +76,35 @@ class Rounds(Database):
             rows = conn.execute(select(m.c.a_id, m.c.b_id).where(m.c.tournament_id == tournament_id)).all()
         return {(min(a, b), max(a, b)) for a, b in rows}
 
-    def judged_pairs(self, judge: str, criteria: str, template_version: str) -> set[SubmissionPair]:
+    def judged_pairs(self, judge: str, criteria: str, template_version: str,
+                     orders: Collection[OrderPolicy] = (OrderPolicy.BOTH,)) -> set[SubmissionPair]:
         """Submission pairs (low id first) this judge has a judgement for with this criteria set
-        and prompt version: the judgement's own pair and every resolved match it answered."""
+        and prompt version that answers a request of `orders` (`leaderboard.keys.answering_orders`;
+        a judgement whose order does not matter answers any): the judgement's own pair and every
+        resolved match it answered."""
         j, m = s.judgements, s.matches
-        same = and_(j.c.judge == judge, j.c.criteria == criteria, j.c.template_version == template_version)
+        same = and_(j.c.judge == judge, j.c.criteria == criteria, j.c.template_version == template_version,
+                    or_(j.c.order_policy.is_(None), j.c.order_policy.in_([o.value for o in orders])))
         with self._read() as conn:
             own = conn.execute(select(j.c.a_id, j.c.b_id).where(same)).all()
             reused = conn.execute(
                 select(m.c.a_id, m.c.b_id).join(j, j.c.id == m.c.judgement_id).where(same, m.c.status == "done")
             ).all()
         return {(min(a, b), max(a, b)) for a, b in [*own, *reused]}
+
+    def calls_made(self, tournament_id: int, per_judgement: int) -> int:
+        """The judge calls this run has used, as its `max_calls` counts them: `per_judgement`
+        for each judgement its matches made, every call its attempts paid that no judgement
+        records (`failed_calls`), and for a failed match at least `per_judgement` (a match that
+        fails before its judge answers still took its place in the run)."""
+        m = s.matches
+        failed = m.c.status == "failed"
+        spent = case((and_(failed, m.c.failed_calls < per_judgement), per_judgement), else_=m.c.failed_calls)
+        with self._read() as conn:
+            attempts = conn.execute(
+                select(func.coalesce(func.sum(spent), 0)).where(m.c.tournament_id == tournament_id)
+            ).scalar_one()
+        return per_judgement * self.judgements_made(tournament_id) + int(attempts)
 
     def judgements_made(self, tournament_id: int) -> int:
         """How many judgements this run's own matches made (each one paid its calls)."""
@@ -111,11 +130,11 @@ class Rounds(Database):
                 select(t.c.id, t.c.parent_id, t.c.spec, t.c.finished_at, parent.c.schedule)
                 .outerjoin(parent, parent.c.id == t.c.parent_id)
                 .where(t.c.status.in_(("done", "cancelled")), ~taken,
-                       or_(t.c.schedule.is_not(None), parent.c.schedule.is_not(None), t.c.spec.like('%"adaptive"%')))
+                       or_(t.c.schedule.is_not(None), parent.c.schedule.is_not(None), t.c.mode == Mode.ADAPTIVE.value))
                 .order_by(t.c.id)
             ).all()
         return [
-            {"run": r.id, "tournament": r.parent_id or r.id, "judge": json.loads(r.spec).get("judge"),
+            {"run": r.id, "tournament": r.parent_id or r.id, "judge": RunSpec.from_json(r.spec).judge,
              "finished_at": r.finished_at}
             for r in rows
         ]

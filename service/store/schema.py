@@ -1,4 +1,5 @@
-"""The database schema, one definition for SQLite and PostgreSQL, created and migrated by joust.
+"""The database schema, one definition for SQLite and PostgreSQL, created and migrated by joust
+(`service.store.migrations` upgrades an older one in place).
 
 Ratings are not stored: they are views computed from judgements, the single source of truth.
 """
@@ -16,13 +17,9 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    select,
-    text,
-    update,
 )
-from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 
@@ -76,6 +73,9 @@ tournaments = Table(
     # How its calls reach the provider: "live" (RQ jobs, the workers' engines) or "batch" (the
     # provider's batch API, driven by workers.batches); also in the spec, here to filter on.
     Column("delivery", String(8), nullable=False, default="live", server_default="live"),
+    # The spec's mode, here to filter on (an adaptive run stays open between rounds; adaptive
+    # runs are snapshotted): the spec itself is JSON text.
+    Column("mode", String(16), nullable=False, default="round_robin", server_default="round_robin"),
 )
 Index("ix_tournaments_next_run", tournaments.c.next_run_at)
 
@@ -103,6 +103,10 @@ judgements = Table(
     Column("match_id", Integer),
     # The tie analysis (JSON), once asked for and answered.
     Column("analysis", Text),
+    # The order policy it was judged with ("both", "single"; part of its key): a run asking for
+    # both orders never takes a single-order judgement. NULL: the order does not matter
+    # (criteria that score outputs alone, imports).
+    Column("order_policy", String(8)),
 )
 Index("ix_judgements_judge", judgements.c.judge)
 Index("ix_judgements_match", judgements.c.match_id)
@@ -133,6 +137,9 @@ matches = Table(
     # USD its attempts paid for calls that no stored judgement records (an attempt that failed
     # after paying, or whose judgement a twin stored first); NULL: none. Part of the run's spend.
     Column("failed_cost_usd", Float),
+    # The calls those attempts received replies for (priced or not): an adaptive run's
+    # `max_calls` counts them.
+    Column("failed_calls", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("tournament_id", "a_id", "b_id", name="uq_match_pair"),
 )
 Index("ix_matches_tournament_status", matches.c.tournament_id, matches.c.status)
@@ -240,88 +247,3 @@ match_waits = Table(
     Column("custom_id", String(64), primary_key=True),
 )
 Index("ix_match_waits_request", match_waits.c.custom_id)
-
-
-def migrate(conn: Connection) -> None:
-    """Create the schema when absent, upgrade an older one in place, refuse a newer one."""
-    metadata.create_all(conn)  # new tables (and every table of a new database)
-    current = conn.execute(schema_version.select()).scalars().all()
-    version = max(current) if current else None
-    if version is not None and version > SCHEMA_VERSION:
-        raise RuntimeError(
-            f"the database has schema version {version}, newer than this joust "
-            f"({SCHEMA_VERSION}); upgrade joust"
-        )
-    if version == 1:
-        _upgrade_1_to_2(conn)
-    if version is not None and version < 3:
-        _upgrade_2_to_3(conn)
-    if version is not None and version < 4:
-        _upgrade_3_to_4(conn)
-    if version is not None and version < 5:
-        _upgrade_4_to_5(conn)
-    if version is not None and version < 6:
-        _upgrade_5_to_6(conn)
-    if version != SCHEMA_VERSION:
-        conn.execute(schema_version.delete())
-        conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
-    if conn.execute(select(counters.c.value).where(counters.c.name == "resolved")).first() is None:
-        conn.execute(counters.insert().values(name="resolved", value=0))
-
-
-def _upgrade_1_to_2(conn: Connection) -> None:
-    """Add matches.seq and matches.counted, stamped for the matches already resolved."""
-    conn.execute(text("ALTER TABLE matches ADD COLUMN seq INTEGER"))
-    conn.execute(text("ALTER TABLE matches ADD COLUMN counted BOOLEAN NOT NULL DEFAULT FALSE"))
-    conn.execute(text("DROP INDEX IF EXISTS ix_matches_judgement"))
-    # Plain SQL: an Index object built here would attach itself to the table's metadata.
-    conn.execute(text("CREATE INDEX ix_matches_judgement ON matches (judgement_id, a_id, b_id)"))
-    conn.execute(text("CREATE UNIQUE INDEX ix_matches_seq ON matches (seq)"))
-    done = conn.execute(
-        select(matches.c.id, matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
-        .where(matches.c.status == "done")
-        .order_by(matches.c.judgement_id, matches.c.id)
-    ).all()
-    seen: set[tuple[int, int, int]] = set()
-    for seq, row in enumerate(done, start=1):
-        pair = (row.judgement_id, min(row.a_id, row.b_id), max(row.a_id, row.b_id))
-        conn.execute(
-            update(matches).where(matches.c.id == row.id).values(seq=seq, counted=pair not in seen)
-        )
-        seen.add(pair)
-    conn.execute(counters.insert().values(name="resolved", value=len(done)))
-
-
-def _upgrade_2_to_3(conn: Connection) -> None:
-    """judgements.cost_usd may be NULL (no price known); add judgements.match_id (who paid) and
-    judgements.analysis, and tournaments.stopped_reason."""
-    # Renaming, adding and dropping a column is the one way to drop NOT NULL that both SQLite
-    # (3.35+) and PostgreSQL take inside a transaction.
-    conn.execute(text("ALTER TABLE judgements RENAME COLUMN cost_usd TO cost_usd_v2"))
-    conn.execute(text("ALTER TABLE judgements ADD COLUMN cost_usd FLOAT"))
-    conn.execute(text("UPDATE judgements SET cost_usd = cost_usd_v2"))
-    conn.execute(text("ALTER TABLE judgements DROP COLUMN cost_usd_v2"))
-    conn.execute(text("ALTER TABLE judgements ADD COLUMN match_id INTEGER"))
-    conn.execute(text("ALTER TABLE judgements ADD COLUMN analysis TEXT"))
-    conn.execute(text("CREATE INDEX ix_judgements_match ON judgements (match_id)"))
-    conn.execute(text("ALTER TABLE tournaments ADD COLUMN stopped_reason VARCHAR(32)"))
-
-
-def _upgrade_3_to_4(conn: Connection) -> None:
-    """Add tournaments.rounds (adaptive rounds planned); board_snapshots is a new table, made by
-    create_all."""
-    conn.execute(text("ALTER TABLE tournaments ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0"))
-
-
-def _upgrade_4_to_5(conn: Connection) -> None:
-    """Add matches.failed_cost_usd (what failed attempts paid); NULL for the matches already
-    there, whose failed attempts were never metered."""
-    conn.execute(text("ALTER TABLE matches ADD COLUMN failed_cost_usd FLOAT"))
-
-
-def _upgrade_5_to_6(conn: Connection) -> None:
-    """Add tournaments.failure_streak (a failing judge stops its run), tournaments.retried and
-    tournaments.delivery (every run before was live)."""
-    conn.execute(text("ALTER TABLE tournaments ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0"))
-    conn.execute(text("ALTER TABLE tournaments ADD COLUMN retried INTEGER NOT NULL DEFAULT 0"))
-    conn.execute(text("ALTER TABLE tournaments ADD COLUMN delivery VARCHAR(8) NOT NULL DEFAULT 'live'"))

@@ -1,19 +1,24 @@
-"""Submissions: idempotent by (question_id, model, scenario), stored in atomic batches."""
+"""Submissions: idempotent by (question_id, model, scenario), stored in atomic batches.
+
+A tournament's field never holds a placeholder (`leaderboard.types.PLACEHOLDER_OUTPUT`, the
+output of an imported battle's submission): there is nothing to show a judge.
+"""
 from __future__ import annotations
 
 import json
 from typing import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 
 from leaderboard.keys import content_hash
-from leaderboard.types import Submission
+from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 
 from . import schema as s
 from .base import Conflict, Database, NewSubmission, submission_of
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
+PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
 
 
 class Submissions(Database):
@@ -105,14 +110,26 @@ class Submissions(Database):
         scenarios: Sequence[str] | None = None,
         questions: Sequence[str] | None = None,
     ) -> list[Submission]:
-        """The submissions a tournament's filters admit (None = no filter), in id order."""
+        """The submissions a tournament's filters admit (None = no filter), in id order;
+        placeholders never (see the module docstring)."""
         t = s.submissions
-        query = select(t).order_by(t.c.id)
-        for column, values in ((t.c.model, models), (t.c.scenario, scenarios), (t.c.question_id, questions)):
-            if values is not None:
-                query = query.where(column.in_(list(values)))
+        query = select(t).where(t.c.output_hash != PLACEHOLDER_HASH).order_by(t.c.id)
         with self._read() as conn:
-            return [submission_of(r) for r in conn.execute(query)]
+            return [submission_of(r) for r in conn.execute(_filtered(query, models, scenarios, questions))]
+
+    def count_placeholders(
+        self,
+        *,
+        models: Sequence[str] | None = None,
+        scenarios: Sequence[str] | None = None,
+        questions: Sequence[str] | None = None,
+    ) -> int:
+        """How many placeholders the filters would admit if they were judgeable: what a dry run
+        reports as left out."""
+        t = s.submissions
+        query = select(func.count()).select_from(t).where(t.c.output_hash == PLACEHOLDER_HASH)
+        with self._read() as conn:
+            return int(conn.execute(_filtered(query, models, scenarios, questions)).scalar_one())
 
     def submission_metadata(self, ids: Sequence[int]) -> dict[int, dict]:
         """Submission id -> its metadata, for the ids that exist (500 ids a statement)."""
@@ -124,3 +141,13 @@ class Submissions(Database):
                 rows = conn.execute(select(t.c.id, t.c.metadata).where(t.c.id.in_(wanted[start:start + CHUNK])))
                 found.update((r.id, json.loads(r.metadata or "{}")) for r in rows)
         return found
+
+
+def _filtered(query: Select, models: Sequence[str] | None, scenarios: Sequence[str] | None,
+              questions: Sequence[str] | None) -> Select:
+    """`query` restricted to a tournament's filters (None = no filter)."""
+    t = s.submissions
+    for column, values in ((t.c.model, models), (t.c.scenario, scenarios), (t.c.question_id, questions)):
+        if values is not None:
+            query = query.where(column.in_(list(values)))
+    return query

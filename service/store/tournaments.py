@@ -8,12 +8,12 @@ whose judge has no price adds nothing (its cost is NULL).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.engine import Connection
 
+from leaderboard.spec import RunSpec
 from leaderboard.types import Pair
 
 from . import schema as s
@@ -29,7 +29,7 @@ class Tournaments(Database):
     def create_tournament(
         self,
         name: str,
-        spec: dict,
+        spec: RunSpec,
         pairs: Sequence[Pair],
         *,
         schedule: str | None = None,
@@ -46,7 +46,7 @@ class Tournaments(Database):
                 conn.execute(
                     s.tournaments.insert().values(
                         name=name,
-                        spec=json.dumps(spec, sort_keys=True),
+                        spec=spec.to_json(),
                         status="queued" if pairs else "done",
                         created_at=now,
                         finished_at=None if pairs else now,
@@ -55,7 +55,8 @@ class Tournaments(Database):
                         parent_id=parent_id,
                         rounds=rounds,
                         stopped_reason=None if pairs else stopped_reason,
-                        delivery=spec.get("delivery") or "live",
+                        delivery=spec.delivery.value,
+                        mode=spec.mode.value,
                     )
                 ).inserted_primary_key[0]
             )
@@ -89,6 +90,15 @@ class Tournaments(Database):
             spent = _spend(conn, [tournament_id]).get(tournament_id, 0.0)
             batches = batch_progress(conn, tournament_id)
         return _tournament_view(row, counts, list(runs), spent, batches)
+
+    def tournament_spec(self, tournament_id: int) -> RunSpec:
+        """A tournament's spec; raises NotFound."""
+        t = s.tournaments
+        with self._read() as conn:
+            spec = conn.execute(select(t.c.spec).where(t.c.id == tournament_id)).scalar()
+        if spec is None:
+            raise NotFound(f"no tournament {tournament_id}")
+        return RunSpec.from_json(spec)
 
     def list_tournaments(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
         """Tournaments, newest first, with their counts."""
@@ -221,7 +231,8 @@ class Tournaments(Database):
     # ---- the scheduler's side ---------------------------------------------------------
 
     def due_schedules(self, now: float) -> list[dict]:
-        """Recurring tournaments whose next run is due."""
+        """Recurring tournaments whose next run is due: {"id", "name", "spec" (a RunSpec),
+        "schedule", "next_run_at"}."""
         t = s.tournaments
         with self._read() as conn:
             rows = conn.execute(
@@ -230,7 +241,8 @@ class Tournaments(Database):
                 .order_by(t.c.next_run_at)
             ).all()
         return [
-            {"id": r.id, "name": r.name, "spec": json.loads(r.spec), "schedule": r.schedule, "next_run_at": r.next_run_at}
+            {"id": r.id, "name": r.name, "spec": RunSpec.from_json(r.spec), "schedule": r.schedule,
+             "next_run_at": r.next_run_at}
             for r in rows
         ]
 
@@ -296,21 +308,21 @@ def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
 
 def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float,
                      batches: dict | None = None) -> dict:
-    spec = json.loads(row.spec)
+    spec = RunSpec.from_json(row.spec)
     view = {
         "id": row.id,
         "name": row.name,
         "status": row.status,
-        "spec": spec,
-        "judge": spec.get("judge"),
-        "mode": spec.get("mode"),
-        "order": spec.get("order"),
+        "spec": spec.as_dict(),
+        "judge": spec.judge,
+        "mode": spec.mode.value,
+        "order": spec.order.value if spec.mode.live else None,  # an import asks no judge
         "matches_total": sum(counts.values()),
         "matches_done": counts.get("done", 0),
         "matches_failed": counts.get("failed", 0),
         "matches_cancelled": counts.get("cancelled", 0),
         "matches_pending": sum(counts.get(st, 0) for st in ACTIVE),
-        "budget": spec.get("budget"),
+        "budget": spec.budget,
         "spent_usd": spent,
         "stopped_reason": row.stopped_reason,
         "retried": row.retried,

@@ -105,7 +105,7 @@ async def judge(
     judge: Judge, ctx: MatchContext, policy: OrderPolicy, rng: random.Random, *, scores: ScoreBook
 ) -> Judged:
     """Score each side (or reuse its score), concurrently, and compare the totals."""
-    spec = str(ctx.spec.get("judge"))
+    spec = ctx.spec.judge
     scorer, version = scorer_of(judge, spec)
 
     async def side(sub: Submission) -> ScoreCall:

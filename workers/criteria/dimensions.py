@@ -110,7 +110,7 @@ async def judge(
     judge: Judge, ctx: MatchContext, policy: OrderPolicy, rng: random.Random, *, scores: ScoreBook | None = None
 ) -> Judged:
     """Ask for the five verdicts in each planned order (concurrently) and combine each dimension."""
-    send = completer(judge, str(ctx.spec.get("judge")), "dimensions")
+    send = completer(judge, ctx.spec.judge, "dimensions")
     a, b = ctx.a, ctx.b
     by_id = {a.id: a, b.id: b}
     orders = plan_orders(a.id, b.id, policy, rng)

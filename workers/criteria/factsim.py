@@ -187,7 +187,7 @@ async def judge(
 ) -> Judged:
     """Score each side (or reuse its score), extracting only the facts not stored yet, and
     compare the FactSims."""
-    spec = str(ctx.spec.get("judge"))
+    spec = ctx.spec.judge
     sources = match_sources(ctx)
     version = score_version(sources)
     sides = (ctx.a, ctx.b)

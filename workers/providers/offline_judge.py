@@ -31,7 +31,7 @@ from leaderboard.rubric import (
     score_structure,
 )
 from leaderboard.types import Winner
-from service.config import Settings
+from service.config import OFFLINE_JUDGES, Settings
 from workers.criteria.base import RubricReply
 from workers.errors import PermanentJudgeError
 from workers.judge import JudgeReply
@@ -40,7 +40,8 @@ Scorer = Callable[[str, "str | None", "str | None"], RubricScore]
 """(answer, object1, object2) → its score."""
 
 SCORERS: dict[str, tuple[Scorer, str]] = {"rubric": (score_structure, RULES_VERSION)}
-"""offline judge name → (scorer, version of its rules)."""
+"""offline judge name → (scorer, version of its rules); `service.config.OFFLINE_JUDGES` names
+them for the service, which refuses any other (a test checks the two agree)."""
 
 
 class OfflineJudge:
@@ -50,8 +51,7 @@ class OfflineJudge:
 
     def __init__(self, name: str, settings: Settings | None = None) -> None:
         if name not in SCORERS:
-            known = ", ".join(f"offline/{n}" for n in sorted(SCORERS))
-            raise PermanentJudgeError(f"unknown offline judge {name!r} (known: {known})")
+            raise PermanentJudgeError(f"unknown offline judge {name!r} (known: {', '.join(OFFLINE_JUDGES)})")
         self.name = name
         self._score, self.version = SCORERS[name]
 
