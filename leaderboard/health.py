@@ -29,6 +29,21 @@ one order of one pair; `winner` is positional, "A" = the answer shown first):
   the judge and a random voter on a random compared pair agree, weighted by votes (the
   convention of MT-Bench's human-agreement tables). A judge is human when its name starts with
   "human/".
+- `human_agreement_decided`: the same over the comparisons where both name a winner (a tie on
+  either side, a vote of "both bad" included, leaves the comparison out), with its own
+  `human_decided_pairs` and `human_decided_votes`: the "without ties" figure MT-Bench publishes,
+  which reads how often two verdicts pick the same answer apart from how often each says tie.
+
+The human reference set: the votes agreement is measured against are those of every human judge,
+or of the human judges named (`humans`). A judge in the reference set has no agreement figures
+(its votes are the reference); every other judge, another human judge included, is compared
+with the set's votes.
+
+Between voters (`voter_agreement`, one figure for the reference set, not per judge): every
+couple of two different votes on the same pair, in either order, agrees when both name the
+same verdict; `decided` counts only couples of votes that both name a winner. It is the human
+baseline a judge's agreement is read against: a judge agreeing with humans as often as humans
+agree with each other is as good as one more voter.
 """
 from __future__ import annotations
 
@@ -88,6 +103,33 @@ class JudgeHealth:
     human_agreement: float | None
     human_pairs: int
     human_votes: int
+    human_agreement_decided: float | None
+    human_decided_pairs: int
+    human_decided_votes: int
+
+
+@dataclass(frozen=True)
+class VoterAgreement:
+    """Agreement between human votes on the same pairs: `rate` over every couple of votes on
+    `pairs` pairs holding `votes` votes (pairs with two votes or more); `decided` over the couples
+    that both name a winner, on `decided_pairs` pairs holding `decided_votes` such votes."""
+
+    rate: float | None
+    pairs: int
+    votes: int
+    decided: float | None
+    decided_pairs: int
+    decided_votes: int
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """Every judge's health against one human reference set (`humans`, by name), and the
+    agreement between that set's votes."""
+
+    judges: tuple[JudgeHealth, ...]
+    humans: tuple[str, ...]
+    voters: VoterAgreement
 
 
 def is_human(judge: str) -> bool:
@@ -178,11 +220,15 @@ def pair_verdict(record: JudgementRecord) -> tuple[tuple[int, int], Winner]:
     return (record.b_id, record.a_id), record.outcome.flipped()
 
 
-def human_votes(records: Iterable[JudgementRecord]) -> dict[tuple[int, int], Counter[Winner]]:
-    """Per unordered pair, the human verdicts on it (relative to the smaller id), counted."""
+def human_votes(
+    records: Iterable[JudgementRecord], humans: Collection[str] | None = None
+) -> dict[tuple[int, int], Counter[Winner]]:
+    """Per unordered pair, the human verdicts on it (relative to the smaller id), counted: of
+    every human judge, or only of the judges named in `humans`."""
+    wanted = is_human if humans is None else set(humans).__contains__
     votes: dict[tuple[int, int], Counter[Winner]] = defaultdict(Counter)
     for r in records:
-        if is_human(r.judge):
+        if wanted(r.judge):
             pair, verdict = pair_verdict(r)
             votes[pair][verdict] += 1
     return votes
@@ -194,7 +240,7 @@ def human_agreement(
     """Share of (judgement, human vote) comparisons on the same pair that name the same verdict.
 
     `decided` keeps only comparisons where both name a winner: how often they pick the same
-    one, apart from how often each says tie (a context figure, not served by the API).
+    one, apart from how often each says tie (MT-Bench's agreement "without ties").
     """
     agree = total = 0
     pairs: set[tuple[int, int]] = set()
@@ -209,36 +255,61 @@ def human_agreement(
     return Agreement(share(agree, total), len(pairs), total)
 
 
-def voter_agreement(votes: Mapping[tuple[int, int], Counter[Winner]]) -> float | None:
-    """How often two different human votes on the same pair agree (every ordered couple of
-    votes counted): the human baseline a judge's `human_agreement` is read against."""
-    agree = total = 0
+def _couples(votes: Mapping[tuple[int, int], Counter[Winner]], decided: bool) -> tuple[int, int, int, int]:
+    """(agreeing ordered couples, ordered couples, pairs with a couple, votes on those pairs)."""
+    agree = total = pairs = counted_votes = 0
     for counted in votes.values():
-        n = sum(counted.values())
+        kept = [k for w, k in counted.items() if not decided or w is not Winner.TIE]
+        n = sum(kept)
+        if n < 2:
+            continue
+        pairs += 1
+        counted_votes += n
         total += n * (n - 1)
-        agree += sum(k * (k - 1) for k in counted.values())
+        agree += sum(k * (k - 1) for k in kept)
+    return agree, total, pairs, counted_votes
+
+
+def voter_agreement(votes: Mapping[tuple[int, int], Counter[Winner]], *, decided: bool = False) -> float | None:
+    """How often two different human votes on the same pair agree (every ordered couple of
+    votes counted; with `decided`, only couples that both name a winner): the human baseline a
+    judge's `human_agreement` is read against."""
+    agree, total, _, _ = _couples(votes, decided)
     return share(agree, total)
 
 
-def judge_health(
+def voters(votes: Mapping[tuple[int, int], Counter[Winner]]) -> VoterAgreement:
+    """`voter_agreement` with ties and without, with the pairs and votes each rests on."""
+    agree, total, pairs, counted = _couples(votes, False)
+    d_agree, d_total, d_pairs, d_counted = _couples(votes, True)
+    return VoterAgreement(share(agree, total), pairs, counted, share(d_agree, d_total), d_pairs, d_counted)
+
+
+def health_report(
     records: Iterable[JudgementRecord],
     parse_failures: Mapping[str, int] | None = None,
     judges: Collection[str] | None = None,
-) -> list[JudgeHealth]:
+    humans: Collection[str] | None = None,
+) -> HealthReport:
     """The health of every judge with records or parse failures (only `judges` when given),
-    sorted by name. Human agreement uses every human record among `records`."""
+    sorted by name, against the votes of `humans` (every human judge among `records` when None),
+    and the agreement between those votes."""
     failures = dict(parse_failures or {})
     by_judge: dict[str, list[JudgementRecord]] = defaultdict(list)
     for r in records:
         by_judge[r.judge].append(r)
-    votes = human_votes(r for rs in by_judge.values() for r in rs)
+    reference = sorted(set(humans) if humans is not None else {name for name in by_judge if is_human(name)})
+    votes = human_votes((r for name in reference for r in by_judge.get(name, ())), reference)
     names = set(by_judge) | {name for name, n in failures.items() if n}
     if judges is not None:
         names &= set(judges)
     out = []
     for name in sorted(names):
         own = by_judge.get(name, [])
-        agreement = Agreement(None, 0, 0) if is_human(name) else human_agreement(own, votes)
+        nothing = Agreement(None, 0, 0)
+        compared = name not in reference
+        agreement = human_agreement(own, votes) if compared else nothing
+        decided = human_agreement(own, votes, decided=True) if compared else nothing
         out.append(JudgeHealth(
             judge=name,
             calls=sum(len(r.calls) for r in own),
@@ -251,5 +322,18 @@ def judge_health(
             human_agreement=agreement.rate,
             human_pairs=agreement.pairs,
             human_votes=agreement.votes,
+            human_agreement_decided=decided.rate,
+            human_decided_pairs=decided.pairs,
+            human_decided_votes=decided.votes,
         ))
-    return out
+    return HealthReport(tuple(out), tuple(reference), voters(votes))
+
+
+def judge_health(
+    records: Iterable[JudgementRecord],
+    parse_failures: Mapping[str, int] | None = None,
+    judges: Collection[str] | None = None,
+    humans: Collection[str] | None = None,
+) -> list[JudgeHealth]:
+    """`health_report`'s judges alone."""
+    return list(health_report(records, parse_failures, judges, humans).judges)

@@ -48,6 +48,7 @@ from service.routes import (
     scores,
     submissions,
     tournaments,
+    votes,
 )
 from service.routes.common import ApiError, describe_errors
 from service.store import Conflict, NotFound, Store
@@ -276,6 +277,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, judgements, leaderboard, health, page, judges, scores, docs):
+    for module in (submissions, tournaments, votes, judgements, leaderboard, health, page, judges, scores, docs):
         app.include_router(module.router)
     return app

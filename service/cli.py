@@ -244,13 +244,16 @@ def _add_tournament_parsers(sub: argparse._SubParsersAction[argparse.ArgumentPar
 def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser("import", help="load battles, AlpacaEval or Comparative-QA files into the store")
     kinds = imp.add_subparsers(dest="kind", required=True)
-    battles = kinds.add_parser("battles", help="model_a, model_b, winner (Chatbot Arena) or left, right, winner "
-                                               "(LLMFAO) as CSV, JSON or JSONL")
+    battles = kinds.add_parser("battles", help="model_a, model_b, winner (Chatbot Arena, MT-Bench), left, right, "
+                                               "winner (LLMFAO), or what `joust export judgements` wrote; CSV, JSON "
+                                               "or JSONL")
     battles.add_argument("path", metavar="FILE")
-    battles.add_argument("--judge", default=None, help="judge name, filed as import/NAME, or human/NAME with "
-                                                       "--human (default: the file name)")
+    battles.add_argument("--judge", default=None, help="file every row as import/NAME (human/NAME with --human), "
+                                                       "whatever its judge or voter column says (default: each "
+                                                       "row's judge or voter, else the file name)")
     battles.add_argument("--human", action="store_true",
-                         help="the verdicts are human votes: filed as human/NAME, the reference of judge health")
+                         help="the verdicts are human votes (human/NAME, the reference of judge health), filed on "
+                              "the stored submissions of their (question_id, model, scenario)")
     battles.add_argument("--format", choices=["csv", "tsv", "json", "jsonl"], default=None,
                          help="default: from the file extension")
     for kind, what in (("alpaca-outputs", "an AlpacaEval model_outputs.json"),

@@ -1,14 +1,21 @@
 """`joust export`: judgements and leaderboards as CSV or JSONL, for spreadsheets and other tools.
 
-A judgement row carries what a battle file needs (`question_id, model_a, model_b, winner` with
-winner model_a / model_b / tie, as Chatbot Arena writes it, plus `scenario_a, scenario_b`), so an
-export is also an import: `joust import battles` reads it back. Rows are the ones the leaderboard
-counts, in the order it replays them (a judgement shared by several tournaments appears once).
+A judgement row is a battle file row (`question_id, model_a, model_b, winner` with winner
+model_a / model_b / tie, as Chatbot Arena writes it, plus `scenario_a, scenario_b`), so an
+export is also an import, and one that loses nothing: `joust import battles` of either format
+into an empty store gives the same boards and judge health (the columns:
+`service.importers.columns`). Besides the verdict, a row carries what restores it: its `key`,
+judge, criteria, prompt `template_version`, `order_policy`, tokens, cost, `created_at`, the
+question's text, both outputs (`output_a`, `output_b`; empty for a placeholder, which has
+none) and every call as joust stored it (`calls`, each call's `first` named by the row's
+`a_id`/`b_id`). Rows are the ones the leaderboard counts, in the order it replays them (a
+judgement shared by several tournaments appears once).
 
-JSONL adds what a reader of one judgement wants on its line: `time` (ISO 8601, UTC, when it was
-judged), `question` (the text), `label_a` / `label_b` ("model/scenario"), `order` (per call,
-which side was shown first: "a" or "b"; null when a file did not say), `reason` (the first
-call's), and `len_a` / `len_b` (the outputs' lengths in characters).
+CSV spells out each call's first/winner/reason as call<i>_* columns for people, puts the long
+texts last, and keeps `calls` as JSON text. JSONL adds what a reader of one judgement wants on
+its line: `time` (ISO 8601, UTC, when it was judged), `label_a` / `label_b` ("model/scenario"),
+`order` (per call, which side was shown first: "a" or "b"; null when a file did not say),
+`reason` (the first call's), and `len_a` / `len_b` (the outputs' lengths in characters).
 """
 from __future__ import annotations
 
@@ -21,37 +28,37 @@ from typing import Any, TextIO
 
 from leaderboard.board import build_board
 from leaderboard.players import battles_at_level
-from leaderboard.types import Level
+from leaderboard.types import PLACEHOLDER_OUTPUT, Level
+from service.importers.columns import CALL_FIELDS, EXPORTED, TEXTS, WINNER_NAMES, cell
 from service.store import Store
 
 FORMATS = ("csv", "jsonl")
-WINNER_NAMES = {"A": "model_a", "B": "model_b", "TIE": "tie"}
-JUDGEMENT_COLUMNS = [
-    "judgement_id", "match_id", "tournament_id", "seq", "question_id", "a_id", "model_a", "scenario_a", "b_id",
-    "model_b", "scenario_b", "winner", "outcome", "consistent", "judge", "criteria", "template_version",
-    "input_tokens", "output_tokens", "cost_usd", "created_at",
-]
-CALL_FIELDS = ("first", "winner", "reason")
 BOARD_COLUMNS = ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties", "matches",
                  "points", "win_rate"]
 LEVELS = {"model": Level.MODEL, "scenario": Level.SCENARIO, "model+scenario": Level.SYSTEM, "system": Level.SYSTEM}
 
 
 def judgement_rows(store: Store, *, tournament_id: int | None = None, judge: str | None = None) -> list[dict]:
-    """One row per counted judgement, oriented to its match; `calls` keeps first/winner/reason."""
+    """One row per counted judgement, oriented to its match; `calls` as stored, `first` by id."""
     rows = []
     for row in store.export_judgements(tournament_id=tournament_id, judge=judge):
-        calls = [{name: call.get(name) for name in CALL_FIELDS} for call in row["calls"]]
+        calls = row["calls"]
         sides = {row["a_id"]: "a", row["b_id"]: "b"}
-        rows.append({**{c: row.get(c) for c in JUDGEMENT_COLUMNS}, "winner": WINNER_NAMES[row["outcome"]],
+        rows.append({**{c: row.get(c) for c in EXPORTED}, "winner": WINNER_NAMES[row["outcome"]],
                      "calls": calls,
                      "time": datetime.fromtimestamp(row["created_at"], tz=timezone.utc).isoformat(timespec="seconds"),
-                     "question": row["question"],
+                     "question": row["question"], "output_a": _text(row["output_a"]),
+                     "output_b": _text(row["output_b"]),
                      "label_a": f"{row['model_a']}/{row['scenario_a']}", "label_b": f"{row['model_b']}/{row['scenario_b']}",
-                     "order": [sides.get(call["first"]) for call in calls],
-                     "reason": calls[0]["reason"] if calls else None,
+                     "order": [sides.get(call.get("first")) for call in calls],
+                     "reason": calls[0].get("reason") if calls else None,
                      "len_a": row["len_a"], "len_b": row["len_b"]})
     return rows
+
+
+def _text(output: str) -> str | None:
+    """An output as exported: None for a placeholder (a battle imported without outputs)."""
+    return None if output == PLACEHOLDER_OUTPUT else output
 
 
 def board_rows(
@@ -70,19 +77,21 @@ def board_rows(
 
 
 def write_judgements(rows: Sequence[dict], fmt: str, out: TextIO) -> None:
-    """CSV flattens the calls into call<i>_first/_winner/_reason columns; JSONL keeps a list."""
+    """CSV spells the calls out into call<i>_first/_winner/_reason columns and keeps them whole
+    as JSON in `calls` (the column the import reads); JSONL keeps a list."""
     if fmt == "jsonl":
         _write_jsonl(rows, out)
         return
     width = max((len(r["calls"]) for r in rows), default=0)
-    columns = JUDGEMENT_COLUMNS + [f"call{i}_{name}" for i in range(1, width + 1) for name in CALL_FIELDS]
-    flat = []
+    flat = [f"call{i}_{name}" for i in range(1, width + 1) for name in CALL_FIELDS]
+    cells = []
     for row in rows:
-        cells = {c: row[c] for c in JUDGEMENT_COLUMNS}
+        line = {c: row[c] for c in [*EXPORTED, *TEXTS]}
         for i, call in enumerate(row["calls"], start=1):
-            cells.update({f"call{i}_{name}": call.get(name) for name in CALL_FIELDS})
-        flat.append(cells)
-    _write_csv(flat, columns, out)
+            line.update({f"call{i}_{name}": call.get(name) for name in CALL_FIELDS})
+        line["calls"] = json.dumps(row["calls"], ensure_ascii=False, allow_nan=False)
+        cells.append(line)
+    _write_csv(cells, [*EXPORTED, *flat, *TEXTS, "calls"], out)
 
 
 def write_board(rows: Sequence[dict], fmt: str, out: TextIO) -> None:
@@ -98,19 +107,11 @@ def _finite(value: Any) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def _write_csv(rows: Sequence[dict], columns: list[str], out: TextIO) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        writer.writerow([cell(row.get(c)) for c in columns])
 
 
 def _write_jsonl(rows: Sequence[dict], out: TextIO) -> None:

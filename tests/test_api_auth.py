@@ -56,7 +56,7 @@ def test_the_right_key_writes(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/submissions", "/api/tournaments", "/api/tournaments/1/cancel"]
+    "path", ["/api/submissions", "/api/tournaments", "/api/tournaments/1/cancel", "/api/votes"]
 )
 def test_every_write_route_needs_the_key(client: TestClient, path: str) -> None:
     assert client.post(path, json={}).status_code == 401

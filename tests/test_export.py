@@ -47,8 +47,8 @@ def seed(store: Store) -> int:
     verdicts = [("q1", ("m1", "plain"), ("m2", "plain"), Winner.A), ("q1", ("m1", "cot"), ("m2", "plain"), Winner.A),
                 ("q1", ("m2", "cot"), ("m1", "plain"), Winner.TIE), ("q2", ("m1", "cot"), ("m2", "cot"), Winner.B),
                 ("q2", ("m2", "plain"), ("m1", "cot"), Winner.B), ("q2", ("m1", "plain"), ("m2", "cot"), Winner.A)]
-    rows = [ImportedJudgement(f"k{i}", ids[(q, *a)], ids[(q, *b)], w, [{"first": ids[(q, *a)], "winner": w.value,
-                                                                       "reason": f"why {i}"}])
+    rows = [ImportedJudgement(content_hash(f"k{i}"), ids[(q, *a)], ids[(q, *b)], w,
+                              [{"first": ids[(q, *a)], "winner": w.value, "reason": f"why {i}"}])
             for i, (q, a, b, w) in enumerate(verdicts)]
     return store.import_judgements(name="seed", source="test", judge="import/seed", criteria="overall",
                                    rows=rows).tournament_id or 0
@@ -90,7 +90,9 @@ def test_llmfao_round_trip_keeps_the_order(tmp_path: Path) -> None:
     assert joust(second, "import", "battles", str(out)) == 0
     one, two = open_store(first), open_store(second)
     elo_one = online_elo(battles_at_level(one.side_rows(), Level.MODEL), k=4)
-    elo_two = online_elo(battles_at_level(two.side_rows(judge="import/crowd-export"), Level.MODEL), k=4)
+    # The export names its judge: the votes come back as import/crowd-comparisons, not the export's name.
+    assert two.side_rows(judge="import/crowd-export") == []
+    elo_two = online_elo(battles_at_level(two.side_rows(judge="import/crowd-comparisons"), Level.MODEL), k=4)
     assert elo_two == pytest.approx(elo_one, abs=1e-9)
     one.close()
     two.close()

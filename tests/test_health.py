@@ -8,6 +8,7 @@ import asyncio
 import csv
 import random
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from leaderboard.health import (
     CallRecord,
     JudgementRecord,
     consistency,
+    VoterAgreement,
     first_position_win_rate,
+    health_report,
     human_agreement,
     human_votes,
     judge_health,
@@ -131,6 +134,7 @@ def test_human_agreement_per_vote_in_either_display_order_ties_only_with_ties() 
     assert (decided.rate, decided.pairs, decided.votes) == (1.0, 1, 2)
     assert human_agreement(judge[2:], votes).rate is None
     assert voter_agreement(votes) == pytest.approx(2 / 6)  # (2*1 + 0) / (3*2 + 1*0)
+    assert voter_agreement(votes, decided=True) == 1.0  # (2*1) / (2*1): the two wins of 1 over 2
 
 
 def test_judge_health_per_judge_with_nulls_where_nothing_counts() -> None:
@@ -151,6 +155,53 @@ def test_judge_health_per_judge_with_nulls_where_nothing_counts() -> None:
     broken = health["anthropic/broken"]
     assert (broken.calls, broken.parse_failure_rate, broken.tie_rate, broken.consistency) == (0, 1.0, None, None)
     assert [h.judge for h in judge_health(records, judges=["anthropic/x"])] == ["anthropic/x"]
+
+
+def test_agreement_with_and_without_ties_against_a_chosen_reference_set() -> None:
+    # pairs (1, 2), (1, 3), (2, 3), (4, 5); outcomes relative to a
+    llm = [rec(call(1, A), a=1, b=2, outcome=A, judge="llm"), rec(call(1, TIE), a=1, b=3, outcome=TIE, judge="llm"),
+           rec(call(2, B), a=2, b=3, outcome=B, judge="llm"), rec(call(4, A), a=4, b=5, outcome=A, judge="llm")]
+    alice = [rec(call(2, B), a=1, b=2, outcome=A), rec(call(1, A), a=1, b=3, outcome=A),
+             rec(call(3, TIE), a=2, b=3, outcome=TIE), rec(call(None, B), a=4, b=5, outcome=B)]
+    bob = [rec(call(1, A), a=1, b=2, outcome=A), rec(call(1, TIE), a=1, b=3, outcome=TIE),
+           rec(call(2, B), a=2, b=3, outcome=B)]
+    carol = [rec(call(2, A), a=2, b=1, outcome=A), rec(call(4, B), a=4, b=5, outcome=B)]
+    alice, bob, carol = ([replace(r, judge=f"human/{name}") for r in rs]
+                         for name, rs in (("alice", alice), ("bob", bob), ("carol", carol)))
+    records = llm + alice + bob + carol
+
+    everyone = health_report(records)
+    assert everyone.humans == ("human/alice", "human/bob", "human/carol")
+    health = {h.judge: h for h in everyone.judges}
+    judge = health["llm"]
+    # (1,2): 1 won; votes 1, 1, 2 -> 2 of 3. (1,3): tie; votes 1, tie -> 1 of 2. (2,3): 3 won; votes
+    # tie, 3 -> 1 of 2. (4,5): 4 won; votes 5, 5 -> 0 of 2.
+    assert (judge.human_agreement, judge.human_pairs, judge.human_votes) == (pytest.approx(4 / 9), 4, 9)
+    # without ties: (1,3) is left out (the judge's tie), and the tie votes: 2 of 3, 1 of 1, 0 of 2
+    assert (judge.human_agreement_decided, judge.human_decided_pairs, judge.human_decided_votes) == (0.5, 3, 6)
+    assert all(health[h].human_agreement is None and health[h].human_decided_votes == 0 for h in everyone.humans)
+    # between voters: ordered couples (1,2): 6, 2 agree; (1,3): 2, 0; (2,3): 2, 0; (4,5): 2, 2
+    assert everyone.voters == VoterAgreement(rate=pytest.approx(4 / 12), pairs=4, votes=9,
+                                             decided=0.5, decided_pairs=2, decided_votes=5)  # (2 + 2) / (6 + 2)
+
+    two = health_report(records, humans=["human/alice", "human/bob"])
+    health = {h.judge: h for h in two.judges}
+    judge = health["llm"]
+    assert (judge.human_agreement, judge.human_pairs, judge.human_votes) == (pytest.approx(4 / 7), 4, 7)
+    assert (judge.human_agreement_decided, judge.human_decided_pairs, judge.human_decided_votes) == (0.75, 3, 4)
+    carol_now = health["human/carol"]  # outside the set: compared with it like any judge
+    assert (carol_now.human_agreement, carol_now.human_pairs, carol_now.human_votes) == (pytest.approx(1 / 3), 2, 3)
+    assert carol_now.human_agreement_decided == pytest.approx(1 / 3)
+    assert health["human/alice"].human_agreement is None
+    assert two.voters == VoterAgreement(rate=pytest.approx(2 / 6), pairs=3, votes=6, decided=1.0, decided_pairs=1,
+                                        decided_votes=2)
+
+    alone = health_report(records, humans=["human/carol"])
+    health = {h.judge: h for h in alone.judges}
+    assert (health["llm"].human_agreement, health["llm"].human_votes) == (0.0, 2)
+    assert (health["human/alice"].human_agreement, health["human/alice"].human_pairs) == (0.5, 2)
+    assert alone.voters == VoterAgreement(None, 0, 0, None, 0, 0)  # one vote per pair: no couple
+    assert judge_health(records, humans=["human/carol"]) == list(alone.judges)
 
 
 # ---- the worker records `reminded` -------------------------------------------------------------

@@ -148,7 +148,9 @@ def test_arena_style_json_imports(tmp_path: Path, fmt: str) -> None:
     path.write_text(text)
     assert joust(tmp_path, "import", "battles", str(path)) == 0
     store = open_store(tmp_path)
-    rows = store.side_rows(judge="import/battles")
+    # The `judge` column is the voter: each row is filed under its own judge, in file order.
+    assert [len(store.side_rows(judge=f"import/{u}")) for u in ("u1", "u2", "u3", "battles")] == [2, 1, 1, 0]
+    rows = store.side_rows()
     assert [(r.a_model, r.b_model, r.winner, r.question_id) for r in rows] == [
         ("vicuna-13b", "alpaca-13b", Winner.A, "q1"),
         ("alpaca-13b", "koala-13b", Winner.TIE, "q1"),
@@ -185,6 +187,38 @@ BAD_FILES = {
     "not-objects.json": ('[["m1", "m2", "tie"]]', 1, "expected a JSON object"),
     "prompt-clash.csv": ("question_id,prompt,model_a,model_b,winner\nq,Hi?,m1,m2,tie\nq,Bye?,m1,m3,tie\n", 3,
                          "different question"),
+    "no-model.csv": ("model_a,model_b,winner\nm1,m2,tie\n,m2,tie\n", 3, "missing 'model_a'"),
+    "bad-first.csv": ("model_a,model_b,winner,first\nm1,m2,tie,a\nm1,m2,tie,c\n", 3, "unknown first 'c'"),
+    "left-first-b.csv": ("left,right,winner,first\nm1,m2,left,b\n", 2, "left and right already say"),
+    "inconsistent-win.csv": ("model_a,model_b,winner,consistent\nm1,m2,model_a,false\n", 2, "must be a tie"),
+    "inconsistent-true.csv": ("model_a,model_b,winner,consistent\nm1,m2,tie (inconsistent),true\n", 2,
+                              "orders disagreed"),
+    "bad-consistent.csv": ("model_a,model_b,winner,consistent\nm1,m2,tie,maybe\n", 2, "true or false"),
+    "outcome-clash.csv": ("model_a,model_b,winner,outcome\nm1,m2,model_a,B\n", 2, "disagrees with winner"),
+    "turn-zero.csv": ("question_id,model_a,model_b,winner,turn\nq,m1,m2,tie,1\nq,m1,m2,tie,0\n", 3,
+                      "'turn' must be 1 or more"),
+    "turn-text.csv": ("question_id,model_a,model_b,winner,turn\nq,m1,m2,tie,two\n", 2, "must be a whole number"),
+    "judge-voter.csv": ("model_a,model_b,winner,judge,voter\nm1,m2,tie,ann,bo\n", 2, "disagree"),
+    "long-model.csv": (f"model_a,model_b,winner\n{'m' * 256},m2,tie\n", 2, "longer than 255"),
+    "nul.jsonl": ('{"model_a": "m\\u0000", "model_b": "m2", "winner": "tie"}\n', 1, "NUL"),
+    "bad-key.csv": ("model_a,model_b,winner,key\nm1,m2,tie,1\n", 2, "joust's judgement key"),
+    "bad-order.csv": ("model_a,model_b,winner,order_policy\nm1,m2,tie,twice\n", 2, "unknown order_policy"),
+    "bad-cost.csv": ("model_a,model_b,winner,cost_usd\nm1,m2,tie,-1\n", 2, "'cost_usd' must be a number >= 0"),
+    "calls-not-json.csv": ("model_a,model_b,winner,calls\nm1,m2,tie,[{\n", 2, "'calls' is not JSON"),
+    "calls-not-list.jsonl": ('{"model_a": "m1", "model_b": "m2", "winner": "tie", "calls": {"winner": "A"}}\n', 1,
+                             "must be a list of objects"),
+    "call-winner.jsonl": ('{"model_a": "m1", "model_b": "m2", "winner": "tie", "calls": [{"winner": "left"}]}\n', 1,
+                          "call 1: winner 'left'"),
+    "call-first.jsonl": (('{"a_id": 1, "b_id": 2, "model_a": "m1", "model_b": "m2", "winner": "tie", '
+                          '"calls": [{"first": 3, "winner": "TIE"}]}\n'), 1, "call 1: first 3 is neither"),
+    "calls-and-first.jsonl": (('{"model_a": "m1", "model_b": "m2", "winner": "tie", "first": "a", '
+                               '"calls": [{"first": "a", "winner": "TIE"}]}\n'), 1,
+                              "'first' is for a verdict of one call"),
+    "flat-clash.csv": ('model_a,model_b,winner,call1_winner,calls\nm1,m2,tie,A,"[{""winner"": ""TIE""}]"\n', 2,
+                       "call1_winner 'A' disagrees with calls ('TIE')"),
+    "key-two-judges.jsonl": ((f'{{"model_a": "m1", "model_b": "m2", "winner": "tie", "key": "{"a" * 64}", '
+                              f'"judge": "x"}}\n{{"model_a": "m1", "model_b": "m3", "winner": "tie", '
+                              f'"key": "{"a" * 64}", "judge": "y"}}\n'), 2, "is also on line 1"),
 }
 
 

@@ -96,7 +96,8 @@ def test_judge_health_shows_each_judges_figures(client: TestClient) -> None:
     text = page(client)
     rows = health_rows(text)
     assert list(rows) == [PANEL, JUDGE]  # one row per judge, by name
-    # calls, consistency, first position, ties, parse failures, longer wins, human agreement
+    # calls, consistency, first position, ties, parse failures, longer wins, human agreement (with
+    # ties, without)
     assert rows[JUDGE] == [
         "5",
         "50.0%",  # j1's orders disagree, j2's agree
@@ -105,8 +106,9 @@ def test_judge_health_shows_each_judges_figures(client: TestClient) -> None:
         "—",  # imported: never parsed by joust
         "25.0%",  # j1: a (longer) once, b once; j2: a beat the longer c twice
         "66.7% (2 pairs)",  # 3 votes on 2 pairs, 2 agree
+        "100.0% (1 pair)",  # without ties: the judge's tie on (a, b) goes; a over c twice, as voted
     ]
-    assert rows[PANEL] == ["3", "—", "—", "0.0%", "—", "0.0%", "—"]  # the longer answer never won a vote
+    assert rows[PANEL] == ["3", "—", "—", "0.0%", "—", "0.0%", "—", "—"]  # the longer answer never won a vote
     # the same judges as the API serves, with the same figures
     api = {h["judge"]: h for h in client.get("/api/judges").json()["judges"]}
     assert list(api) == list(rows)
@@ -211,8 +213,9 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(clie
     judge_both_orders(store, first, reminded=True)
     judge_both_orders(store, second)
 
-    # calls, consistency, first position, ties, parse failures, longer wins, human agreement
-    expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—"]
+    # calls, consistency, first position, ties, parse failures, longer wins, human agreement (with
+    # ties, without)
+    expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—", "—"]
     assert health_rows(page(client))[DEFAULT_JUDGE] == expected
     assert health_rows(page(client))[DEFAULT_JUDGE] == expected
     assert cache.computations == 1  # the second load at the same revision reused the first

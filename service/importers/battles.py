@@ -1,17 +1,21 @@
-"""Battle files: who beat whom, without the outputs.
+"""Battle files: who beat whom, as Chatbot Arena, LLMFAO, MT-Bench or `joust export judgements`
+write them, in CSV, JSON (an array of objects) or JSONL. The columns and what each means:
+`service.importers.columns`; a column (or JSON key) the importer does not understand is named in
+the summary as ignored.
 
-Chatbot Arena writes `model_a, model_b, winner` with winner one of model_a, model_b, tie,
-"tie (bothbad)"; LLMFAO writes `left, right, winner` (the model names in display position, plus
-`model_x, model_y` ids, `prompt`, `id`, `worker`) with winner left, right or tie. Either comes as
-CSV, JSON (an array of objects) or JSONL. A `question_id`, `prompt` or `id` column (first found)
-names the question; without one each row is its own question. Optional `scenario_a`/`scenario_b`
-columns (as `joust export judgements` writes them) keep the prompt scenarios.
+Each row becomes one judgement, in file order (so online Elo replays it as written), of its
+judge: `--judge NAME` files every row under `import/NAME` (`human/NAME` with `--human`);
+otherwise a row's `judge` or `voter` names its own judge: `human/<name>` with `--human`; as
+written when the name is a human's (`human/...`) or the row has a `template_version` (an export
+row: the judgement was joust's, a live judge's like `anthropic/...` or an import's); any other
+name as `import/<name>`. Rows without one are the file's, `import/<file name>`. Human votes are
+what judge health compares every other judge with.
 
-Battles carry no outputs, so each side becomes a submission with a fixed placeholder output;
-each row becomes one judgement keyed by the judge, the file's name and the row (so importing the
-same file again adds nothing), in file order (so online Elo replays it as written). Verdicts
-are filed under `import/<name>`, or `human/<name>` when they are human votes (`--human`), which
-judge health compares every other judge with.
+Rows with outputs (an export) restore real submissions; rows without carry a fixed placeholder
+output, which live tournaments never pair. With `--human`, a side without an output whose
+(question_id, model, scenario) is already stored takes that submission (the votes were cast on
+joust's own outputs) instead of clashing with it. A row's `key` (an export's) is its identity,
+else a hash of the judge, the file's name and the row: importing the same file again adds nothing.
 """
 from __future__ import annotations
 
@@ -20,70 +24,73 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leaderboard.health import HUMAN_PREFIX
-from leaderboard.types import PLACEHOLDER_OUTPUT, Winner
+from leaderboard.keys import content_hash
+from leaderboard.types import PLACEHOLDER_OUTPUT
 from service.store import NewSubmission, Store
-from service.store.imports import ImportedJudgement
+from service.store.imports import TEMPLATE_VERSION, ImportedJudgement, ImportSession
 
+from .columns import ignored
 from .common import (
+    ImportConflict,
     ImportFormatError,
     ImportSummary,
-    Record,
     add_submissions,
     count_submissions,
     csv_header,
     detect_format,
     read_records,
     row_key,
-    text_field,
     timed,
 )
+from .verdicts import SIDES, BattleRow, read_row
 
 PLACEHOLDER = PLACEHOLDER_OUTPUT  # live tournaments never pair these (service.store.submissions)
-CRITERIA = "overall"
+PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
 JUDGE_PREFIX = "import/"
-# (first, second, names are display positions): LLMFAO's left/right say who was shown first.
-SIDES = (("left", "right", True), ("model_a", "model_b", False), ("model_x", "model_y", False))
-WINNERS = {"model_a": Winner.A, "left": Winner.A, "model_b": Winner.B, "right": Winner.B,
-           "tie": Winner.TIE, "tie (bothbad)": Winner.TIE}
-QUESTION_COLUMNS = ("question_id", "prompt", "id")
-MAX_FIELD = 200  # extra scalar fields kept in the call record, cut to this many characters
 
 
 @dataclass(frozen=True)
-class BattleRow:
-    """One verdict of a battle file; `outcome` is relative to side a."""
+class BattleFile:
+    """The verdicts of a file, and the columns it has that the importer does not understand."""
 
-    line: int
-    question_id: str
-    question: str
-    model_a: str
-    scenario_a: str
-    model_b: str
-    scenario_b: str
-    outcome: Winner
-    positional: bool
-    raw_winner: str
-    extra: dict
+    rows: list[BattleRow]
+    ignored: list[str]
 
 
 def battle_judge(path: Path, judge: str | None, *, human: bool = False) -> str:
     """The judge the battles are filed under: `import/<name>`, or `human/<name>` for human votes
     (judge health compares the other judges with them); the name from --judge or the file."""
-    name = (judge or path.stem).strip()
+    return _filed(judge or path.stem, human)
+
+
+def row_judge(row: BattleRow, *, human: bool) -> str:
+    """The judge a row's own judge or voter column names (see the module docstring)."""
+    name = row.judge or ""
+    if not human and (name.startswith(HUMAN_PREFIX) or row.template_version is not None):
+        return name
+    return _filed(name, human)
+
+
+def _filed(name: str, human: bool) -> str:
+    name = name.strip()
     if human:
         return name if name.startswith(HUMAN_PREFIX) else HUMAN_PREFIX + name.removeprefix(JUDGE_PREFIX)
     return name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
 
 
-def parse_battles(path: Path, fmt: str | None = None) -> list[BattleRow]:
+def parse_battles(path: Path, fmt: str | None = None) -> BattleFile:
     """Every row of a battle file, validated; raises ImportFormatError naming the line."""
     fmt = detect_format(path, fmt)
     if fmt in ("csv", "tsv") and path.is_file():
         _check_header(path, csv_header(path, "\t" if fmt == "tsv" else ","))
-    rows = [_battle(path, record) for record in read_records(path, fmt)]
+    columns: set[str] = set()
+    rows = []
+    for record in read_records(path, fmt):
+        columns.update(record.fields)
+        rows.append(read_row(path, record))
     if not rows:
         raise ImportFormatError(path, None, "no battles in the file")
-    return rows
+    return BattleFile(rows, ignored(columns))
 
 
 def _check_header(path: Path, header: list[str]) -> None:
@@ -94,78 +101,93 @@ def _check_header(path: Path, header: list[str]) -> None:
                                          f"(or left and right, or model_x and model_y); columns: {', '.join(header)}")
 
 
-def _sides(path: Path, record: Record) -> tuple[str, str, bool]:
-    for first, second, positional in SIDES:
-        if first in record.fields and second in record.fields:
-            return first, second, positional
-    raise ImportFormatError(path, record.line, "missing the two sides: expected model_a and model_b "
-                                               "(or left and right, or model_x and model_y)")
-
-
-def _battle(path: Path, record: Record) -> BattleRow:
-    first, second, positional = _sides(path, record)
-    model_a = (text_field(path, record, first) or "").strip()
-    model_b = (text_field(path, record, second) or "").strip()
-    raw = text_field(path, record, "winner") or ""
-    outcome = WINNERS.get(raw.strip().lower())
-    if outcome is None:
-        allowed = ", ".join(sorted(WINNERS))
-        raise ImportFormatError(path, record.line, f"unknown winner {raw!r}; expected one of {allowed}")
-    question_id = next((q for q in (text_field(path, record, c, required=False) for c in QUESTION_COLUMNS) if q),
-                       f"{path.stem}:{record.line}")
-    scenario_a = (text_field(path, record, "scenario_a", required=False) or "default").strip()
-    scenario_b = (text_field(path, record, "scenario_b", required=False) or "default").strip()
-    if (model_a, scenario_a) == (model_b, scenario_b):
-        raise ImportFormatError(path, record.line, f"both sides are {model_a!r} ({scenario_a}): nothing to compare")
-    used = {first, second, "winner"}
-    extra = {k: (v[:MAX_FIELD] if isinstance(v, str) else v) for k, v in record.fields.items()
-             if k not in used and (v is None or isinstance(v, (str, int, float, bool)))}
-    return BattleRow(
-        line=record.line,
-        question_id=question_id,
-        question=text_field(path, record, "prompt", required=False) or question_id,
-        model_a=model_a,
-        scenario_a=scenario_a,
-        model_b=model_b,
-        scenario_b=scenario_b,
-        outcome=outcome,
-        positional=positional,
-        raw_winner=raw,
-        extra=extra,
-    )
-
-
 def load_battles(
     store: Store, path: Path, *, judge: str | None = None, fmt: str | None = None, human: bool = False
 ) -> ImportSummary:
     """Import a battle file in one transaction: submissions, then one judgement per row;
-    `human` files the verdicts as human votes (`human/<name>`)."""
+    `human` files the verdicts as human votes and matches them to stored submissions."""
     started = time.perf_counter()
     path = Path(path)
-    rows = parse_battles(path, fmt)
-    judge_name = battle_judge(path, judge, human=human)
-    items, lines = [], []
-    for row in rows:
-        for model, scenario in ((row.model_a, row.scenario_a), (row.model_b, row.scenario_b)):
-            items.append(NewSubmission(question_id=row.question_id, question=row.question, model=model,
-                                       scenario=scenario, output=PLACEHOLDER, metadata={"import": path.name}))
-            lines.append(row.line)
-    summary = ImportSummary(source=path.name)
+    parsed = parse_battles(path, fmt)
+    rows = parsed.rows
+    fallback = battle_judge(path, judge, human=human)
+    judges = [row_judge(row, human=human) if row.judge and not judge else fallback for row in rows]
+    _check_keys(path, rows, judges)
+    summary = ImportSummary(source=path.name, ignored_columns=parsed.ignored)
     with store.importing() as session:
-        ids = add_submissions(session, path, items, lines)
-        count_submissions(summary, ids)
-        judgements = [_judgement(judge_name, path, row, ids[2 * i][0], ids[2 * i + 1][0]) for i, row in enumerate(rows)]
-        result = session.add_judgements(name=f"import {path.name}", source=path.name, judge=judge_name,
-                                        criteria=CRITERIA, rows=judgements)
-    summary.add_judgements(judge_name, result)
+        sides = _submissions(session, path, rows, human, summary)
+        verdicts = [_judgement(name, path, row, a, b) for name, row, (a, b) in zip(judges, rows, sides)]
+        results = session.add_verdicts(name=f"import {path.name}", source=path.name, rows=verdicts)
+    for (name, _), result in results.items():
+        summary.add_judgements(name, result)
     return timed(summary, started)
 
 
+def _check_keys(path: Path, rows: list[BattleRow], judges: list[str]) -> None:
+    """Rows sharing a key are one judgement (counted for several pairs): one judge, one criteria."""
+    seen: dict[str, tuple[int, str, str]] = {}
+    for row, name in zip(rows, judges):
+        if row.key is None:
+            continue
+        line, first_judge, criteria = seen.setdefault(row.key, (row.line, name, row.criteria))
+        if (first_judge, criteria) != (name, row.criteria):
+            raise ImportFormatError(path, row.line, f"key {row.key[:12]}... is also on line {line}, as another "
+                                                    f"judge's or criteria's ({first_judge}, {criteria})")
+
+
+def _submissions(
+    session: ImportSession, path: Path, rows: list[BattleRow], human: bool, summary: ImportSummary
+) -> list[tuple[int, int]]:
+    """The (a, b) submission ids of each row, counted in the summary: with --human, a stored
+    submission for a side without an output or with the same one; else added (a placeholder
+    when the row has no output)."""
+    keys = [[(row.question_id, side.model, side.scenario) for side in (row.a, row.b)] for row in rows]
+    stored = session.find_submissions(k for pair in keys for k in pair) if human else {}
+    items, lines, slots = [], [], []
+    ids: list[list[tuple[int, bool]]] = [[(0, False), (0, False)] for _ in rows]
+    for i, row in enumerate(rows):
+        for s, side in enumerate((row.a, row.b)):
+            if keys[i][s] in stored:
+                found, output_hash = stored[keys[i][s]]
+                if side.output is not None and content_hash(side.output) != output_hash:
+                    raise ImportConflict(path, row.line, f"submission {found} {_named(keys[i][s])} already holds a "
+                                                         "different output: the vote was cast on another text")
+                ids[i][s] = (found, False)
+                continue
+            items.append(NewSubmission(question_id=row.question_id, question=row.question, model=side.model,
+                                       scenario=side.scenario, output=side.output or PLACEHOLDER,
+                                       metadata={"import": path.name}))
+            lines.append(row.line)
+            slots.append((i, s))
+    try:
+        added = add_submissions(session, path, items, lines)
+    except ImportConflict as exc:
+        if human or not any(side.output is None for row in rows if row.line == exc.line for side in (row.a, row.b)):
+            raise
+        raise ImportConflict(path, exc.line, f"{exc.message}; a side without an output (output_a, output_b) is a "
+                                             "placeholder: import human votes cast on the stored outputs with "
+                                             "--human to file them on those submissions") from None
+    for (i, s), found in zip(slots, added):
+        ids[i][s] = found
+    count_submissions(summary, [side for pair in ids for side in pair])
+    if human:
+        real = {k for k, (_, output_hash) in stored.items() if output_hash != PLACEHOLDER_HASH}
+        summary.votes = len(rows)
+        summary.matched_votes = sum(all(k in real for k in pair) for pair in keys)
+    return [(a[0], b[0]) for a, b in ids]
+
+
+def _named(key: tuple[str, str, str]) -> str:
+    return f"(question_id={key[0]!r}, model={key[1]!r}, scenario={key[2]!r})"
+
+
 def _judgement(judge: str, path: Path, row: BattleRow, a_id: int, b_id: int) -> ImportedJudgement:
-    """The row as a stored verdict. With display positions known, the call says who was shown
-    first (side a) and its winner is positional; otherwise `first` is None."""
-    call = {"first": a_id if row.positional else None, "winner": row.outcome.value, "reason": "",
-            "raw": row.raw_winner, "source": path.name, "line": row.line, "fields": row.extra}
-    key = row_key("battle", judge, path.name, row.line, row.question_id, row.model_a, row.scenario_a,
-                  row.model_b, row.scenario_b, row.raw_winner)
-    return ImportedJudgement(key=key, a_id=a_id, b_id=b_id, outcome=row.outcome, calls=[call])
+    """The row as a stored verdict: each call's `first` as a submission id (None when unknown)."""
+    calls = [{"first": {"a": a_id, "b": b_id}.get(call.first or ""), **call.fields} for call in row.calls]
+    key = row.key or row_key("battle", judge, path.name, row.line, row.question_id, row.a.model, row.a.scenario,
+                             row.b.model, row.b.scenario, row.raw_winner)
+    return ImportedJudgement(key=key, a_id=a_id, b_id=b_id, outcome=row.outcome, calls=calls,
+                             consistent=row.consistent, judge=judge, criteria=row.criteria,
+                             template_version=row.template_version or TEMPLATE_VERSION, order=row.order,
+                             input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                             cost_usd=row.cost_usd, created_at=row.created_at)

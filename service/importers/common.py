@@ -21,6 +21,7 @@ from service.store import NewSubmission
 from service.store.imports import BatchConflict, ImportSession, JudgementImport
 
 FORMATS = ("csv", "tsv", "json", "jsonl")
+CSV_FIELD_LIMIT = 1 << 30  # characters; Python's csv refuses fields over 128 KiB, and outputs can be longer
 
 
 class ImportFailed(Exception):
@@ -65,12 +66,16 @@ class ImportSummary:
     tournaments: list[int] = field(default_factory=list)
     layers: int = 0
     judges: list[str] = field(default_factory=list)
+    ignored_columns: list[str] = field(default_factory=list)
+    votes: int = 0
+    matched_votes: int | None = None  # votes whose two sides are stored outputs (--human); None: not matched
     seconds: float = 0.0
 
     def add_judgements(self, judge: str, result: JudgementImport) -> None:
         self.judgements_created += result.created
         self.judgements_existing += result.existing
-        self.judges.append(judge)
+        if judge not in self.judges:
+            self.judges.append(judge)
         if result.tournament_id is not None:
             self.tournaments.append(result.tournament_id)
         self.layers += len(result.layers)
@@ -84,11 +89,22 @@ class ImportSummary:
             parts.append(f"scores {self.scores_created} new, {self.scores_existing} existing")
         if self.skipped:
             parts.append(f"{self.skipped} rows skipped")
+        if self.matched_votes is not None:
+            parts.append(f"{self.matched_votes} of {self.votes} votes on stored submissions with outputs")
         if self.judges:
-            parts.append(f"judge {', '.join(self.judges)}")
-            parts.append("tournament " + (", ".join(map(str, self.tournaments)) or "none (nothing new)")
+            parts.append(("judge " if len(self.judges) == 1 else "judges ") + _some(self.judges))
+            parts.append(("tournament " if len(self.tournaments) < 2 else "tournaments ")
+                         + (_some(list(map(str, self.tournaments))) or "none (nothing new)")
                          + (f" (+{self.layers} layers for repeated pairs)" if self.layers else ""))
+        if self.ignored_columns:
+            parts.append(f"ignored columns: {', '.join(self.ignored_columns)}")
         return f"imported {self.source}: {'; '.join(parts)} ({self.seconds:.2f}s)"
+
+
+def _some(names: Sequence[str], shown: int = 10) -> str:
+    """Names for a one-line report: the first `shown`, then how many more."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def timed(summary: ImportSummary, started: float) -> ImportSummary:
@@ -136,6 +152,7 @@ def _decoded(path: Path, records: Iterator[Record]) -> Iterator[Record]:
 
 
 def _csv_records(path: Path, delimiter: str) -> Iterator[Record]:
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
     with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh, delimiter=delimiter)
         try:

@@ -126,7 +126,8 @@ HEALTH_LEGEND = (
     "Shares of each judge's calls (one call = one verdict on one display order). First position: of the "
     "calls naming a winner, the share won by the answer shown first; 50% means no position bias. "
     "Consistency: both-order judgements whose two orders agree. Longer wins: calls naming a winner "
-    "that picked the longer answer. Human agreement: verdicts matching human votes on the same pairs. "
+    "that picked the longer answer. Human agreement: verdicts matching human votes on the same pairs; "
+    "without ties: among the comparisons where both name a winner. "
     "— means nothing to count. JSON: "
 )
 
@@ -136,29 +137,29 @@ def health_table(judges: Sequence[JudgeHealth]) -> str:
     head = (
         "<tr><th>Judge</th><th class=num>Calls</th><th class=num>Consistency</th>"
         "<th class=num>First position</th><th class=num>Ties</th><th class=num>Parse failures</th>"
-        "<th class=num>Longer wins</th><th class=num>Human agreement</th></tr>"
+        "<th class=num>Longer wins</th><th class=num>Human agreement</th><th class=num>Without ties</th></tr>"
     )
     body = "".join(
         "<tr>"
         f"<td>{esc(h.judge)}</td><td class=num>{h.calls}</td><td class=num>{percent(h.consistency)}</td>"
         f"<td class=num>{percent(h.first_position_win_rate)}</td><td class=num>{percent(h.tie_rate)}</td>"
         f"<td class=num>{percent(h.parse_failure_rate)}</td><td class=num>{percent(h.longer_wins_rate)}</td>"
-        f"<td class=num>{human_text(h)}</td>"
+        f"<td class=num>{human_text(h.human_agreement, h.human_pairs)}</td>"
+        f"<td class=num>{human_text(h.human_agreement_decided, h.human_decided_pairs)}</td>"
         "</tr>"
         for h in judges
     )
     if not body:
-        body = "<tr><td colspan=8 class=muted>No judgements yet.</td></tr>"
+        body = "<tr><td colspan=9 class=muted>No judgements yet.</td></tr>"
     legend = f'<p class=muted>{esc(HEALTH_LEGEND)}<a href="/api/judges">/api/judges</a>.</p>'
     return f"<table><caption>Judge health</caption><thead>{head}</thead><tbody>{body}</tbody></table>{legend}"
 
 
-def human_text(h: JudgeHealth) -> str:
+def human_text(agreement: float | None, pairs: int) -> str:
     """Agreement with human votes and on how many pairs it rests."""
-    if h.human_agreement is None:
+    if agreement is None:
         return "—"
-    pairs = f"{h.human_pairs} pair{'s' if h.human_pairs != 1 else ''}"
-    return f"{percent(h.human_agreement)} <span class=muted>({pairs})</span>"
+    return f"{percent(agreement)} <span class=muted>({pairs} pair{'s' if pairs != 1 else ''})</span>"
 
 
 def score_text(row: Mapping | None) -> str:

@@ -24,6 +24,7 @@ from .batches import (
     Settled,
     StoredRequest,
 )
+from .exports import Exports
 from .health import Health
 from .imports import Imports
 from .judgements import Judgements
@@ -33,11 +34,14 @@ from .scores import Scores
 from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
+from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Conflict", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
-           "Settled", "Store", "StoredRequest"]
+           "Settled", "Store", "StoredRequest", "StoredVote", "VoteChanged"]
 
 
-class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Scores, Health, Rounds, Batches):
-    """Submissions, tournaments, matches, judgements, scores and batch requests, in SQLite or PostgreSQL."""
+class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
+            Batches, Votes):
+    """Submissions, tournaments, matches, judgements, scores, batch requests and human votes, in
+    SQLite or PostgreSQL."""

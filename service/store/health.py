@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Collection
 
 from sqlalchemy import func, or_, select
 
-from leaderboard.health import HUMAN_PREFIX, CallRecord, JudgeHealth, JudgementRecord
-from leaderboard.health import judge_health as compute_health
+from leaderboard.health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
 from leaderboard.spec import RunSpec
 from leaderboard.types import Winner
 
@@ -74,7 +74,12 @@ class Health(Database):
                     counts[name] += int(r.n)
         return dict(counts)
 
-    def judge_health(self, judge: str | None = None) -> list[JudgeHealth]:
+    def health_report(self, judge: str | None = None, humans: Collection[str] | None = None) -> HealthReport:
+        """The health of every judge (only `judge` when given), by name, against the votes of
+        `humans` (every human judge when None), and the agreement between those votes."""
+        return health_report(self.health_records(judge), self.parse_failures(judge),
+                             None if judge is None else [judge], humans)
+
+    def judge_health(self, judge: str | None = None, humans: Collection[str] | None = None) -> list[JudgeHealth]:
         """The health of every judge (only `judge` when given), by name."""
-        return compute_health(self.health_records(judge), self.parse_failures(judge),
-                              None if judge is None else [judge])
+        return list(self.health_report(judge, humans).judges)

@@ -11,6 +11,13 @@ stamps it. A file may hold several verdicts on the same two submissions (LLMFAO:
 crowd workers per pair), but a tournament holds one match per ordered pair, so the k-th repeat
 goes to the k-th "layer": a child tournament of the import (parent_id), which every
 tournament-scoped read already includes.
+
+A row may name its own judge and criteria (a file of several judges, a vote per voter): each
+(judge, criteria) gets its own import tournament, while the `seq` block follows the file's
+order across them, so every board, pooled or per judge, replays the file as written. A key
+repeated in one import for another pair of submissions (an exported judgement that counted for
+two pairs with the same texts) adds a match on the judgement it names, as a worker's cache hit
+does; a key already stored adds nothing.
 """
 from __future__ import annotations
 
@@ -23,15 +30,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
-from leaderboard.types import Mode, Winner
+from leaderboard.types import Mode, OrderPolicy, Winner
 
 from . import schema as s
-from .base import Conflict, Database, NewSubmission, NotFound
+from .base import Conflict, Database, NewSubmission
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 TEMPLATE_VERSION = "import"
@@ -48,7 +55,11 @@ class BatchConflict(Conflict):
 
 @dataclass(frozen=True)
 class ImportedJudgement:
-    """A verdict from a file: `outcome` is relative to a; `calls` as a worker records them."""
+    """A verdict from a file: `outcome` is relative to a; `calls` as a worker records them.
+
+    `judge` and `criteria` None: the import's own. The rest is what the judgement row stores:
+    `created_at` None is the time of the import; `order` None, an order that does not matter.
+    """
 
     key: str
     a_id: int
@@ -56,6 +67,14 @@ class ImportedJudgement:
     outcome: Winner
     calls: list[dict]
     consistent: bool = True
+    judge: str | None = None
+    criteria: str | None = None
+    template_version: str = TEMPLATE_VERSION
+    order: OrderPolicy | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    created_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,10 @@ class ImportSession:
                 if key in wanted:
                     found[key] = (r.id, r.question_hash, r.output_hash)
         return found
+
+    def find_submissions(self, keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[int, str]]:
+        """(question_id, model, scenario) -> (id, output hash) for the keys that are stored."""
+        return {key: (found[0], found[2]) for key, found in self._stored(keys).items()}
 
     def add_submissions(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
         """(id, created) per item, with `add_submissions`' rule: same content, same id; a
@@ -179,32 +202,67 @@ class ImportSession:
         self, *, name: str, source: str, judge: str, criteria: str, rows: Sequence[ImportedJudgement],
     ) -> JudgementImport:
         """Store the judgements whose keys are new, in order, each with one resolved match of a
-        new import tournament (repeats of an ordered pair in child layers)."""
+        new import tournament (repeats of an ordered pair in child layers), under `judge`."""
+        return self.add_verdicts(name=name, source=source, rows=rows, judge=judge, criteria=criteria).get(
+            (judge, criteria), JudgementImport(None, 0, 0))
+
+    def add_verdicts(
+        self, *, name: str, source: str, rows: Sequence[ImportedJudgement], judge: str | None = None,
+        criteria: str = "overall",
+    ) -> dict[tuple[str, str], JudgementImport]:
+        """Store the verdicts not stored yet: each (judge, criteria) in an import tournament of its
+        own (and its layers), the matches stamped in the rows' order. A row without a judge or
+        criteria of its own takes `judge` and `criteria`. What each (judge, criteria) stored, in
+        order of first appearance (see the module docstring for keys seen twice)."""
         known = self._known_keys([r.key for r in rows])
-        new: list[ImportedJudgement] = []
+        pairs: dict[str, set[tuple[int, int]]] = {}  # a key new in this import -> the pairs it counts for
+        creating: list[ImportedJudgement] = []  # the first row of each new key
+        # Per (judge, criteria): the rows given a match, each with its place among them (its seq).
+        stored: dict[tuple[str, str], list[tuple[ImportedJudgement, int]]] = {}
+        existing: dict[tuple[str, str], int] = defaultdict(int)
+        placed = 0
         for row in rows:
-            if row.key not in known:
-                known.add(row.key)
-                new.append(row)
-        if not new:
-            return JudgementImport(None, 0, len(rows))
-        base_spec = RunSpec(judge=judge, mode=Mode.IMPORT, criteria=criteria, source=source)
-        judgement_ids = self._insert_judgements(judge, criteria, new)
-        layer_of = _layers(new)
-        tournaments = [self._tournament(name, base_spec, None)]
-        for layer in range(1, max(layer_of) + 1):
-            tournaments.append(self._tournament(f"{name} [layer {layer + 1}]", base_spec.with_(layer=layer + 1),
-                                                tournaments[0]))
-        first_seq = self._reserve_seq(len(new))
-        self.conn.execute(s.matches.insert(), [
-            {"tournament_id": tournaments[layer], "a_id": row.a_id, "b_id": row.b_id, "status": "done",
-             "attempts": 0, "judgement_id": jid, "outcome": row.outcome.value, "consistent": row.consistent,
-             "enqueued_at": self.now, "started_at": self.now, "finished_at": self.now,
-             # A judgement created by this import has no earlier match, so its one match counts.
-             "seq": first_seq + offset, "counted": True}
-            for offset, (row, jid, layer) in enumerate(zip(new, judgement_ids, layer_of))
-        ])
-        return JudgementImport(tournaments[0], len(new), len(rows) - len(new), tournaments[1:])
+            group = (row.judge or judge or "", row.criteria or criteria)
+            if not group[0]:
+                raise ValueError(f"judgement {row.key} names no judge")
+            stored.setdefault(group, [])
+            pair = (min(row.a_id, row.b_id), max(row.a_id, row.b_id))
+            if row.key in known or pair in pairs.get(row.key, ()):
+                existing[group] += 1
+                continue
+            if row.key not in pairs:
+                creating.append(row)
+            pairs.setdefault(row.key, set()).add(pair)
+            stored[group].append((row, placed))
+            placed += 1
+        judgement_ids = self._insert_judgements(creating, judge, criteria)
+        first_seq = self._reserve_seq(placed) if placed else 0
+        results: dict[tuple[str, str], JudgementImport] = {}
+        matches: list[dict] = []
+        for (group_judge, group_criteria), group in stored.items():
+            if not group:
+                results[group_judge, group_criteria] = JudgementImport(None, 0, existing[group_judge, group_criteria])
+                continue
+            title = name if len(stored) == 1 else f"{name} ({group_judge}, {group_criteria})"
+            base_spec = RunSpec(judge=group_judge, mode=Mode.IMPORT, criteria=group_criteria, source=source)
+            layer_of = _layers([row for row, _ in group])
+            tournaments = [self._tournament(title, base_spec, None)]
+            for layer in range(1, max(layer_of) + 1):
+                tournaments.append(self._tournament(f"{title} [layer {layer + 1}]", base_spec.with_(layer=layer + 1),
+                                                    tournaments[0]))
+            matches.extend(
+                {"tournament_id": tournaments[layer], "a_id": row.a_id, "b_id": row.b_id, "status": "done",
+                 "attempts": 0, "judgement_id": judgement_ids[row.key], "outcome": row.outcome.value,
+                 "consistent": row.consistent, "enqueued_at": self.now, "started_at": self.now,
+                 "finished_at": self.now, "seq": first_seq + place,
+                 # No earlier match holds this judgement for this pair (its key is new here), so it counts.
+                 "counted": True}
+                for (row, place), layer in zip(group, layer_of))
+            results[group_judge, group_criteria] = JudgementImport(
+                tournaments[0], len(group), existing[group_judge, group_criteria], tournaments[1:])
+        if matches:
+            self.conn.execute(s.matches.insert(), matches)
+        return results
 
     def _known_keys(self, keys: Sequence[str]) -> set[str]:
         j = s.judgements
@@ -221,9 +279,13 @@ class ImportSession:
             found.update((r.id, r.output_hash) for r in rows)
         return found
 
-    def _insert_judgements(self, judge: str, criteria: str, rows: Sequence[ImportedJudgement]) -> list[int]:
+    def _insert_judgements(
+        self, rows: Sequence[ImportedJudgement], judge: str | None, criteria: str
+    ) -> dict[str, int]:
         """Insert in one executemany; the ids come back by key."""
         j = s.judgements
+        if not rows:
+            return {}
         hashes = self._output_hashes(r.a_id for r in rows)
         missing = sorted({r.a_id for r in rows} - hashes.keys())
         if missing:
@@ -232,17 +294,19 @@ class ImportSession:
             if r.a_id == r.b_id:
                 raise ValueError(f"judgement {r.key} compares submission {r.a_id} with itself")
         self.conn.execute(j.insert(), [
-            {"key": r.key, "judge": judge, "criteria": criteria, "template_version": TEMPLATE_VERSION,
+            {"key": r.key, "judge": r.judge or judge, "criteria": r.criteria or criteria,
+             "template_version": r.template_version, "order_policy": None if r.order is None else r.order.value,
              "a_id": r.a_id, "b_id": r.b_id, "a_hash": hashes[r.a_id], "outcome": r.outcome.value,
-             "consistent": r.consistent, "calls": json.dumps(r.calls), "input_tokens": 0, "output_tokens": 0,
-             "cost_usd": 0.0, "created_at": self.now}
+             "consistent": r.consistent, "calls": json.dumps(r.calls), "input_tokens": r.input_tokens,
+             "output_tokens": r.output_tokens, "cost_usd": r.cost_usd,
+             "created_at": self.now if r.created_at is None else r.created_at}
             for r in rows
         ])
         ids: dict[str, int] = {}
         for chunk in _chunks([r.key for r in rows]):
             found = self.conn.execute(select(j.c.key, j.c.id).where(j.c.key.in_(chunk)))
             ids.update((r.key, r.id) for r in found)
-        return [ids[r.key] for r in rows]
+        return ids
 
     def _tournament(self, name: str, spec: RunSpec, parent_id: int | None) -> int:
         inserted = self.conn.execute(s.tournaments.insert().values(
@@ -325,66 +389,6 @@ class Imports(Database):
              "std": statistics.stdev(values) if len(values) > 1 else math.nan, "n": len(values)}
             for key, values in sorted(groups.items())
         ]
-
-
-    def export_judgements(self, *, tournament_id: int | None = None, judge: str | None = None) -> list[dict]:
-        """One row per judgement and pair of submissions, in resolve order, oriented to its
-        match: the rows the leaderboard counts (overall: the `counted` match; for a tournament
-        and its runs or layers: its first match there), with both sides' models and scenarios,
-        the question's text and both outputs' lengths in characters (`len_a`, `len_b`)."""
-        m, j, t = s.matches, s.judgements, s.tournaments
-        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
-        query = (
-            select(
-                m.c.id.label("match_id"), m.c.tournament_id, m.c.seq, m.c.a_id, m.c.b_id, m.c.outcome,
-                m.c.consistent, j.c.id.label("judgement_id"), j.c.judge, j.c.criteria, j.c.template_version,
-                j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"), j.c.a_hash, j.c.calls, j.c.input_tokens,
-                j.c.output_tokens, j.c.cost_usd, j.c.created_at, sa.c.question_id, sa.c.question,
-                func.length(sa.c.output).label("len_a"), func.length(sb.c.output).label("len_b"),
-                sa.c.output_hash.label("a_output_hash"), sa.c.model.label("model_a"),
-                sa.c.scenario.label("scenario_a"), sb.c.model.label("model_b"), sb.c.scenario.label("scenario_b"),
-            )
-            .join(j, j.c.id == m.c.judgement_id)
-            .join(sa, sa.c.id == m.c.a_id)
-            .join(sb, sb.c.id == m.c.b_id)
-            .where(m.c.status == "done")
-            .order_by(m.c.seq)
-        )
-        if judge is not None:
-            query = query.where(j.c.judge == judge)
-        with self._read() as conn:
-            if tournament_id is None:
-                query = query.where(m.c.counted.is_(True))
-            else:
-                if conn.execute(select(t.c.id).where(t.c.id == tournament_id)).first() is None:
-                    raise NotFound(f"no tournament {tournament_id}")
-                runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
-                query = query.where(m.c.tournament_id.in_(runs))
-            rows = conn.execute(query).all()
-        seen: set[tuple[int, int, int]] = set()
-        out: list[dict] = []
-        for r in rows:
-            pair = (r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id))
-            if pair in seen:
-                continue
-            seen.add(pair)
-            out.append(_export_row(r))
-        return out
-
-
-def _export_row(r: Any) -> dict:
-    same_side = r.a_hash == r.a_output_hash
-    relabel = {r.judged_a: r.a_id, r.judged_b: r.b_id} if same_side else {r.judged_a: r.b_id, r.judged_b: r.a_id}
-    calls = [{**call, "first": relabel.get(call.get("first"), call.get("first"))} for call in json.loads(r.calls)]
-    return {
-        "judgement_id": r.judgement_id, "match_id": r.match_id, "tournament_id": r.tournament_id, "seq": r.seq,
-        "question_id": r.question_id, "a_id": r.a_id, "model_a": r.model_a, "scenario_a": r.scenario_a,
-        "b_id": r.b_id, "model_b": r.model_b, "scenario_b": r.scenario_b, "outcome": r.outcome,
-        "consistent": bool(r.consistent), "judge": r.judge, "criteria": r.criteria,
-        "template_version": r.template_version, "calls": calls, "input_tokens": r.input_tokens,
-        "output_tokens": r.output_tokens, "cost_usd": r.cost_usd, "created_at": r.created_at,
-        "question": r.question, "len_a": r.len_a, "len_b": r.len_b,
-    }
 
 
 def _evaluations(total: float, detail: str) -> list[float]:
