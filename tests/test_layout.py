@@ -1,5 +1,6 @@
 """The one-way import rule of DESIGN.md: service -> leaderboard; workers -> leaderboard,
-service.config, service.store; leaderboard -> nothing with I/O."""
+service.config, service.store; leaderboard -> nothing with I/O; the client package `joust`
+imports none of the three, and none of them imports it."""
 from __future__ import annotations
 
 import ast
@@ -53,6 +54,19 @@ def test_workers_use_only_config_and_store_of_the_service(path: Path) -> None:
         if name.startswith("service") and name not in {"service.config", "service.store"}
     }
     assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", modules("joust"), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_the_client_imports_none_of_the_service(path: Path) -> None:
+    bad = {name for name in imports_of(path) if name.split(".")[0] in {"leaderboard", "workers", "service", *SDKS}}
+    assert not bad, f"{path.name} imports {sorted(bad)}: the client speaks to joust over HTTP only"
+
+
+@pytest.mark.parametrize("package", ["leaderboard", "workers", "service"])
+def test_nothing_of_the_service_imports_the_client(package: str) -> None:
+    bad = [p.relative_to(REPO).as_posix() for p in modules(package)
+           if any(name.split(".")[0] == "joust" for name in imports_of(p))]
+    assert not bad, f"{bad} import the client package"
 
 
 def test_sdks_are_imported_lazily() -> None:

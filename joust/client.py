@@ -1,0 +1,291 @@
+"""`Client`: joust's HTTP API from Python, pandas in and out.
+
+Synchronous on purpose: a notebook or a script submits, starts a run and waits for it, one call
+after another. (An async twin would double every method and its tests for callers who can
+already run these calls in `asyncio.to_thread`.)
+
+Every call either returns a typed value or frame, or raises a `JoustError` subclass carrying the
+API's status, message and details (see `joust.errors`). Wherever a tournament is taken, its id
+and the `Tournament` value `tournament()` or `status()` returned both work. The clock and the
+sleep `wait` uses are passed in, so a test can run a wait without waiting.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Integral
+from typing import TYPE_CHECKING, Any, TextIO
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from .errors import JoustError, Unreachable, WaitTimeout, error_for
+from .frames import judgements_frame, judges_frame, leaderboard_frame, records_of, submissions_frame
+from .progress import Bar, Progress
+from .types import DryRun, Tournament, Verdict, Vote
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["Client", "TournamentRef"]
+
+TournamentRef = int | Tournament
+"""A tournament as the client takes it: its id, or the value the client returned for it."""
+
+PAGE = 1000  # the API's largest `limit`
+
+
+def tournament_id(tournament: TournamentRef) -> int:
+    """The id of a tournament given by id or as a `Tournament`."""
+    if isinstance(tournament, Tournament):
+        return tournament.id
+    if isinstance(tournament, Integral) and not isinstance(tournament, bool):
+        return int(tournament)
+    raise TypeError(f"a tournament is its id or the Tournament the client returned, not {type(tournament).__name__}"
+                    + (" (a dry run creates no tournament)" if isinstance(tournament, DryRun) else ""))
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars (a DataFrame's cells) as plain numbers; anything else is not JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _as_list(values: Iterable[str] | str | None) -> Any:
+    """A filter as a JSON list; a lone string is passed as it is, for the API to refuse by name."""
+    return values if values is None or isinstance(values, str) else list(values)
+
+
+class Client:
+    """joust's API at `url` (e.g. "http://127.0.0.1:8000"). `api_key` is needed for writes
+    (submit, tournament, vote): the server's key, `<data-dir>/api_key` under `joust up`.
+    `http` is an `httpx.Client` to send requests through (then `timeout` is its own, and the
+    caller closes it); otherwise the client opens its own, closed by `close()` or `with`.
+
+    `submit` sends at most `batch_size` rows and about `batch_bytes` of JSON per request; when the
+    server's limits are lower (`JOUST_MAX_BATCH`, `JOUST_MAX_BODY_BYTES`: a 413) it halves the
+    batch until the server takes it, and keeps that size for the rest of the rows."""
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        http: httpx.Client | None = None,
+        batch_size: int = 1000,
+        batch_bytes: int = 4 * 1024 * 1024,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if batch_size < 1 or batch_bytes < 1:
+            raise ValueError("batch_size and batch_bytes must be at least 1")
+        self.url = url.rstrip("/")
+        self.batch_size, self.batch_bytes = batch_size, batch_bytes
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._owned = http is None
+        self._http = http if http is not None else httpx.Client(timeout=timeout)
+        self._clock, self._sleep = clock, sleep
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, api_key={'set' if self._headers else None})"
+
+    def close(self) -> None:
+        """Close the HTTP client this client opened (one passed in stays open)."""
+        if self._owned:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the wire ---------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                 body: Any = None, content: bytes | None = None) -> Any:
+        """Send one request; its JSON answer, or the JoustError for an error answer."""
+        headers = dict(self._headers)
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False, default=_json_default).encode("utf-8")
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, self.url + path, params=query or None, content=content,
+                                          headers=headers)
+        except httpx.TransportError as exc:
+            raise Unreachable(None, f"{method} {self.url}{path}: {type(exc).__name__}: {exc}") from exc
+        try:
+            answer = response.json() if response.content else None
+        except ValueError:
+            answer = None
+        if response.status_code >= 400:
+            fallback = response.text.strip()[:500] or response.reason_phrase or "no message"
+            raise error_for(response.status_code, answer, fallback)
+        return answer
+
+    # ---- submissions ------------------------------------------------------------------------
+
+    def submit(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
+               metadata: Sequence[str] = ()) -> list[int]:
+        """Store generator outputs: a DataFrame with columns question, model, output and
+        optionally scenario, question_id, metadata (or records with those keys); the columns
+        named in `metadata` are stored in each row's metadata, a column `id` is ignored (so
+        `df["id"] = client.submit(df)` can be sent again), and any other column is refused by the
+        API by name (Invalid). Returns the submission ids in row order. Idempotent: the same rows
+        again return the same ids and store nothing new. A row whose key (question_id, model, scenario) holds a different
+        output raises Conflict and its batch stores nothing; batches sent before it stay stored,
+        so fix the row and submit everything again. An error raised for a batch has `rows`, the
+        rows it held: the API's `submissions[i]` is row `rows[i]`."""
+        records = records_of(rows, metadata)
+        encoded = [json.dumps(r, ensure_ascii=False, default=_json_default).encode("utf-8") for r in records]
+        ids: list[int] = []
+        size, start = self.batch_size, 0
+        while start < len(records):
+            end, length = start + 1, len(encoded[start]) + 2
+            while end < len(records) and end - start < size and length + len(encoded[end]) + 1 <= self.batch_bytes:
+                length += len(encoded[end]) + 1
+                end += 1
+            try:
+                answer = self._request("POST", "/api/submissions", content=b"[" + b",".join(encoded[start:end]) + b"]")
+            except JoustError as exc:
+                if exc.status == 413 and end - start > 1:
+                    size = (end - start) // 2  # the server's limit is lower: halve until it fits
+                    continue
+                exc.rows = range(start, end)
+                raise
+            ids.extend(int(ref["id"]) for ref in answer["submissions"])
+            start = end
+        return ids
+
+    def submissions(self, *, model: str | None = None, scenario: str | None = None,
+                    question_id: str | None = None) -> pd.DataFrame:
+        """Stored submissions (all pages), in id order: id, question_id, question, model,
+        scenario, output, metadata, created_at (UTC)."""
+        rows: list[dict] = []
+        while True:
+            page = self._request("GET", "/api/submissions", params={
+                "model": model, "scenario": scenario, "question_id": question_id, "limit": PAGE, "offset": len(rows)})
+            rows.extend(page["submissions"])
+            if len(page["submissions"]) < PAGE:
+                return submissions_frame(rows)
+
+    # ---- tournaments ------------------------------------------------------------------------
+
+    def tournament(
+        self,
+        *,
+        name: str | None = None,
+        mode: str | None = None,
+        judge: str | None = None,
+        order: str | None = None,
+        criteria: str | None = None,
+        models: Iterable[str] | None = None,
+        scenarios: Iterable[str] | None = None,
+        questions: Iterable[str] | None = None,
+        opponents: int | None = None,
+        seed: int | None = None,
+        budget: float | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        delivery: str | None = None,
+        schedule: str | None = None,
+        level: str | None = None,
+        round_size: int | None = None,
+        max_calls: int | None = None,
+        target_ci_width: float | None = None,
+        anchors: Iterable[str] | None = None,
+        dry_run: bool = False,
+    ) -> Tournament | DryRun:
+        """Start a tournament (`POST /api/tournaments`) and return it as it stands, or with
+        `dry_run=True` return its price (a `DryRun`) and create nothing. Options left None take
+        the server's defaults: mode "round_robin" ("sampled" with `opponents` and `seed`,
+        "adaptive" with `round_size`, `max_calls`, `target_ci_width`, "anchored" with `anchors`;
+        `level` for those two), the server's judge, order "both", criteria "overall"; `models`,
+        `scenarios`, `questions` narrow the field; `budget` in USD, `rpm`/`tpm` this run's rate
+        limits, `delivery` "live" or "batch", `schedule` a five-field cron (UTC) to recur."""
+        body = {
+            "name": name, "mode": mode, "judge": judge, "order": order, "criteria": criteria,
+            "models": _as_list(models), "scenarios": _as_list(scenarios), "questions": _as_list(questions),
+            "opponents": opponents, "seed": seed, "budget": budget, "rpm": rpm, "tpm": tpm, "delivery": delivery,
+            "schedule": schedule, "level": level, "round_size": round_size, "max_calls": max_calls,
+            "target_ci_width": target_ci_width, "anchors": _as_list(anchors),
+        }
+        body = {k: v for k, v in body.items() if v is not None}
+        if dry_run:
+            return DryRun.from_json(self._request("POST", "/api/tournaments", params={"dry_run": "true"}, body=body))
+        created = self._request("POST", "/api/tournaments", body=body)
+        view = self._request("GET", f"/api/tournaments/{int(created['id'])}")
+        return Tournament.from_json(view, queued=created.get("queued"))
+
+    def status(self, tournament: TournamentRef) -> Tournament:
+        """The tournament as it stands now (`GET /api/tournaments/{id}`)."""
+        return Tournament.from_json(self._request("GET", f"/api/tournaments/{tournament_id(tournament)}"))
+
+    def wait(self, tournament: TournamentRef, progress: bool | TextIO = True, poll: float = 1.0,
+             timeout: float | None = None) -> Tournament:
+        """Poll every `poll` seconds until the tournament is done, failed or cancelled, and
+        return it then. With `progress` (True: stderr, or a file) draw a bar: matches done,
+        failed and left, judge calls per minute (estimated, see `joust.progress`) and the spend.
+        After `timeout` seconds raise WaitTimeout (the run goes on)."""
+        tid = tournament_id(tournament)
+        file = (sys.stderr if progress is True else progress) if progress else None
+        bar = Bar(tid, file) if file is not None else None
+        try:
+            since_s = self._clock()
+            since = now = self.status(tid)
+            now_s = since_s
+            while True:
+                if bar is not None:
+                    bar.show(Progress.between(since, since_s, now, now_s))
+                if now.finished:
+                    return now
+                left = None if timeout is None else timeout - (now_s - since_s)
+                if left is not None and left <= 0:
+                    raise WaitTimeout(f"tournament {tid} is still {now.status.value} after {timeout:g} s "
+                                      f"({now.matches_pending} matches left)", now)
+                self._sleep(poll if left is None else min(poll, left))
+                now, now_s = self.status(tid), self._clock()
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def judgements(self, tournament: TournamentRef) -> pd.DataFrame:
+        """The tournament's judgements, one row per judged match, calls flattened
+        (`call_1_first`, `call_1_winner`, `call_1_reason`, ..., `call_2_...`; see
+        `joust.frames.judgements_frame`)."""
+        tid = tournament_id(tournament)
+        return judgements_frame(self._request("GET", f"/api/tournaments/{tid}/judgements"))
+
+    # ---- boards and judges ------------------------------------------------------------------
+
+    def leaderboard(self, by: str = "model", *, judge: str | None = None, tournament: TournamentRef | None = None,
+                    dimension: str | None = None) -> pd.DataFrame:
+        """The board (`GET /api/leaderboard`), best first: player, rating, ci_low, ci_high, rank,
+        rank_low, rank_high, elo, wins, losses, ties, matches; `by` is "model", "scenario" or
+        "model+scenario"; the board's metadata (by, judge, tournament, revision, judgements,
+        dimension) is in `frame.attrs`."""
+        params = {"by": by, "judge": judge, "dimension": dimension,
+                  "tournament": tournament_id(tournament) if tournament is not None else None}
+        return leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
+
+    def judges(self, judge: str | None = None) -> pd.DataFrame:
+        """Judge health (`GET /api/judges`), one row per judge: consistency, first-position win
+        rate, tie rate, parse-failure rate, longer-wins rate, agreement with human votes."""
+        return judges_frame(self._request("GET", "/api/judges", params={"judge": judge}))
+
+    def vote(self, a: int, b: int, winner: Verdict | str, voter: str, first: int | None = None) -> Vote:
+        """Record a person's vote on submissions `a` and `b` (`POST /api/votes`): `winner` is
+        "A" (a is better), "B", "TIE" or "BOTH_BAD", relative to a and b; `first`, when known, is
+        the submission shown first. The same vote again returns the stored one (`created` False)."""
+        body = {"a": a, "b": b, "winner": winner.value if isinstance(winner, Verdict) else winner, "voter": voter}
+        if first is not None:
+            body["first"] = first
+        answer = self._request("POST", "/api/votes", body=body)
+        return Vote.from_json(answer["votes"][0] if "votes" in answer else answer)

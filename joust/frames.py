@@ -1,0 +1,138 @@
+"""pandas in and out: submission rows from a DataFrame (or records), and the API's answers as
+DataFrames with stated dtypes.
+
+Why dtypes are set here rather than inferred: a column whose every value is null (no rating
+could be estimated yet, no judge has a human agreement) would otherwise come out as `object`
+holding None, and a count with a missing value as float. Known numbers become float64 (null is
+NaN) or nullable Int64; columns the API adds later come through as pandas infers them.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["judgements_frame", "judges_frame", "leaderboard_frame", "records_of", "submissions_frame"]
+
+SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "metadata")
+
+LEADERBOARD_COLUMNS = ("player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "elo",
+                       "wins", "losses", "ties", "matches")
+JUDGE_COLUMNS = ("judge", "calls", "judgements", "consistency", "first_position_win_rate", "tie_rate",
+                 "parse_failure_rate", "longer_wins_rate", "human_agreement", "human_pairs", "human_votes")
+JUDGEMENT_COLUMNS = ("match_id", "judgement_id", "a", "b", "outcome", "consistent", "judge", "criteria",
+                     "input_tokens", "output_tokens", "cost_usd", "created_at")
+SUBMISSION_COLUMNS = ("id", "question_id", "question", "model", "scenario", "output", "metadata", "created_at")
+
+FLOAT = ("rating", "ci_low", "ci_high", "elo", "consistency", "first_position_win_rate", "tie_rate",
+         "parse_failure_rate", "longer_wins_rate", "human_agreement", "cost_usd", "latency_ms")
+INT = ("wins", "losses", "ties", "matches", "rank", "rank_low", "rank_high", "calls", "judgements", "human_pairs",
+       "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens", "first")
+TIMES = ("created_at",)  # Unix seconds in the API, UTC timestamps here
+CALL_PREFIX = re.compile(r"^call_\d+_")  # a flattened call's column: its dtype is its field's
+
+
+# ---- in: what to submit ---------------------------------------------------------------------
+
+
+def _missing(value: Any) -> bool:
+    """A cell that holds no value: None, NaN, pandas' NA or NaT."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value JSON can carry (np.int64(3) -> 3)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def records_of(rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]],
+               metadata: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Submission objects from a DataFrame's columns (its index is ignored), one mapping, or an
+    iterable of mappings. A missing cell leaves its field out, so the API's default applies
+    (`scenario` "default", `question_id` a hash of the question) or, for a required field, the
+    API names it. The columns named in `metadata` go into each row's metadata (beside a
+    `metadata` column's own keys); an `id` column (what `Client.submit` returned) is left out;
+    any other column is sent as is, so the API refuses a misspelt one by name."""
+    if isinstance(rows, pd.DataFrame):
+        items: Iterable[Mapping[str, Any]] = rows.to_dict("records")
+    elif isinstance(rows, Mapping):
+        items = [rows]
+    else:
+        items = rows
+    metadata = (metadata,) if isinstance(metadata, str) else tuple(metadata)
+    folded = set(metadata)
+    records = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            raise TypeError(f"a submission is a mapping (question, model, output, ...), not {type(item).__name__}")
+        cells = {str(k): _plain(v) for k, v in item.items()}
+        record = {k: v for k, v in cells.items() if k not in folded and k != "id" and not _missing(v)}
+        extra = {k: cells[k] for k in metadata if k in cells and not _missing(cells[k])}
+        if extra:
+            record["metadata"] = {**(record.get("metadata") or {}), **extra}
+        records.append(record)
+    return records
+
+
+# ---- out: the API's answers as frames ----------------------------------------------------------
+
+
+def _frame(rows: Sequence[Mapping[str, Any]], first: Sequence[str]) -> pd.DataFrame:
+    """Rows as a frame: the `first` columns in that order (present even when there are no rows),
+    then any others in the order the API gave them, with the known columns' dtypes."""
+    others: list[str] = []
+    for row in rows:
+        others.extend(k for k in row if k not in first and k not in others)
+    frame = pd.DataFrame.from_records(list(rows), columns=[*first, *others])
+    for name in frame.columns:
+        kind = CALL_PREFIX.sub("", name)
+        if kind in FLOAT:
+            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
+        elif kind in INT:
+            frame[name] = frame[name].astype("Int64") if frame[name].isna().any() else frame[name].astype("int64")
+        elif kind in TIMES:
+            frame[name] = pd.to_datetime(pd.to_numeric(frame[name], errors="coerce"), unit="s", utc=True)
+    return frame
+
+
+def leaderboard_frame(body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/leaderboard`: one row per player, best first; the board's metadata (by,
+    tournament, judge, dimension, revision, judgements) in `frame.attrs`."""
+    frame = _frame(body.get("rows", []), LEADERBOARD_COLUMNS)
+    frame.attrs.update({k: v for k, v in body.items() if k != "rows"})
+    return frame
+
+
+def judges_frame(body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/judges`: one row per judge; a rate with nothing to count is NaN."""
+    return _frame(body.get("judges", []), JUDGE_COLUMNS)
+
+
+def flat_judgement(judgement: Mapping[str, Any]) -> dict[str, Any]:
+    """One judgement as one row: its fields, and each call's fields as `call_<n>_<field>`
+    (n from 1, in the order the calls were made)."""
+    row = {k: v for k, v in judgement.items() if k != "calls"}
+    for n, call in enumerate(judgement.get("calls") or [], start=1):
+        row.update({f"call_{n}_{k}": v for k, v in call.items()})
+    return row
+
+
+def judgements_frame(body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/tournaments/{id}/judgements`: one row per judged match (`a`, `b` submission ids;
+    `outcome` "A" = a won, "B", "TIE"; `consistent`), calls flattened: `call_1_first` (the id
+    shown first), `call_1_winner` (positional: "A" is the one shown first), `call_1_reason`, its
+    tokens and latency, then `call_2_...`. `frame.attrs["tournament"]` is the tournament's id."""
+    frame = _frame([flat_judgement(j) for j in body.get("judgements", [])], JUDGEMENT_COLUMNS)
+    frame.attrs["tournament"] = body.get("tournament")
+    return frame
+
+
+def submissions_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """`GET /api/submissions` pages: one row per submission, in id order."""
+    return _frame(rows, SUBMISSION_COLUMNS)

@@ -1,0 +1,131 @@
+"""The typed values the client hands back: a tournament, a dry run's price, a vote.
+
+Each is read from the API's JSON by `from_json`, which tolerates fields a newer server adds
+(they land in `extra`, so nothing it says is lost) and fails with KeyError naming a field the
+value cannot do without. The client imports nothing of the service: these mirror the API's
+documented shapes (README, "HTTP API"), not its Python classes.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+__all__ = ["DryRun", "Tournament", "TournamentStatus", "Verdict", "Vote"]
+
+
+class TournamentStatus(str, Enum):
+    """A tournament's lifecycle; the last three are final (a retry makes a run `running` again)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (TournamentStatus.DONE, TournamentStatus.FAILED, TournamentStatus.CANCELLED)
+
+
+class Verdict(str, Enum):
+    """A person's vote on submissions a and b, relative to a and b (not to the order shown);
+    BOTH_BAD counts as a tie on the boards and stays apart in the data."""
+
+    A = "A"
+    B = "B"
+    TIE = "TIE"
+    BOTH_BAD = "BOTH_BAD"
+
+
+def _split(cls: type, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The body's fields `cls` declares, and the rest (for `extra`)."""
+    known = {f.name for f in fields(cls)} - {"extra"}
+    return {k: v for k, v in body.items() if k in known}, {k: v for k, v in body.items() if k not in known}
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """A tournament as `GET /api/tournaments/{id}` shows it. `matches_pending` are the matches
+    left (pending, queued or running); `spent_usd` what its judge calls cost so far; `queued` is
+    set only on the value `Client.tournament` returns (False: Redis was down when it was created,
+    the scheduler hands it out later). Fields this class does not name are in `extra` (e.g.
+    `retried`, `rounds`, `next_run_at`, and a batch run's `batches` and `requests`)."""
+
+    id: int
+    status: TournamentStatus
+    matches_total: int
+    matches_done: int
+    matches_failed: int
+    matches_cancelled: int = 0
+    matches_pending: int = 0
+    name: str | None = None
+    judge: str | None = None
+    mode: str | None = None
+    order: str | None = None  # "both", "single"; None for an imported run, which asked no judge
+    budget: float | None = None
+    spent_usd: float = 0.0
+    stopped_reason: str | None = None
+    delivery: str | None = None
+    schedule: str | None = None
+    parent_id: int | None = None
+    runs: tuple[int, ...] = ()
+    created_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    queued: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any], *, queued: bool | None = None) -> Tournament:
+        known, extra = _split(cls, body)
+        known["status"] = TournamentStatus(known["status"])
+        known["runs"] = tuple(known.get("runs") or ())
+        known["spent_usd"] = float(known.get("spent_usd") or 0.0)
+        return cls(**known, queued=queued, extra=extra)
+
+    @property
+    def finished(self) -> bool:
+        """Done, failed or cancelled: nothing more will be judged unless it is retried."""
+        return self.status.finished
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a tournament would take if started now (`Client.tournament(..., dry_run=True)`);
+    nothing was created. `cached`: matches a stored judgement answers for free; `calls`: the
+    judge calls the rest need; `estimated_cost_usd` is None when the judge has no price
+    (`priced` False); `seed`: a sampled plan's seed, to pass back so the run plans the same pairs."""
+
+    matches: int
+    calls: int
+    cached: int
+    estimated_cost_usd: float | None
+    judge: str
+    priced: bool
+    placeholders_skipped: int = 0
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> DryRun:
+        known, extra = _split(cls, body)
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A stored vote: its judgement's id, its judge (`human/<voter>`), and `created` False when
+    the same vote was already stored."""
+
+    id: int
+    judge: str
+    created: bool
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Vote:
+        known, extra = _split(cls, body)
+        return cls(**known, extra=extra)

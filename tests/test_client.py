@@ -1,0 +1,471 @@
+"""joust.Client through the real app: the FastAPI TestClient (an httpx.Client) as its transport,
+or a real uvicorn server on a loopback port; a real Redis, SQLite and PostgreSQL, real RQ burst
+workers and the real anthropic SDK against the fake Messages API. Each frame and value is
+checked against the API's own JSON for the same request."""
+from __future__ import annotations
+
+import io
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from joust import (
+    AuthError,
+    Client,
+    Conflict,
+    DryRun,
+    Invalid,
+    NotFound,
+    TooLarge,
+    Tournament,
+    TournamentStatus,
+    Unreachable,
+    Verdict,
+    WaitTimeout,
+)
+from joust.progress import usd
+from service.app import create_app
+from service.config import Settings
+from service.store import Store
+from tests.fake_anthropic import FakeAnthropic, prefer
+from tests.fake_policies import Decide
+from tests.worker_fixtures import work
+
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+JUDGE = "anthropic/fake-judge"
+PER_MTOK = 1000.0  # USD per million tokens in and out: a call of the fake costs about $0.2
+MODELS = ["good", "mid", "bad"]
+# 2 questions x 3 models; the `[model]` markers let the fake prefer good > mid > bad.
+FRAME = pd.DataFrame([
+    {"question": f"Question {q}?", "question_id": f"q{q}", "model": m, "scenario": "default",
+     "output": f"[{m}] answer to {q}"}
+    for q in range(2) for m in MODELS
+])
+
+
+@pytest.fixture
+def env_vars(tmp_path: Path) -> dict[str, str]:
+    """A price for the fake judge, so that runs spend something to show."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({JUDGE: {"input": PER_MTOK, "output": PER_MTOK}}))
+    return {"JOUST_PRICES": str(prices), "JOUST_RETRY_BACKOFF": "0.05"}
+
+
+@pytest.fixture
+def api_settings(env: Settings) -> Settings:
+    """The app on the same database, Redis and queue as this process's worker runtime."""
+    return env.with_(api_key=KEY)
+
+
+class FakeTime:
+    """The clock and sleep handed to a Client: each sleep moves the clock and runs `on_sleep`."""
+
+    def __init__(self, on_sleep: Any = None) -> None:
+        self.now, self.sleeps, self.on_sleep = 1000.0, [], on_sleep
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(len(self.sleeps))
+
+
+def joust_client(http: TestClient, key: str | None = KEY, fake_time: FakeTime | None = None, **options: Any) -> Client:
+    t = fake_time or FakeTime()
+    return Client("http://testserver", key, http=http, clock=t.clock, sleep=t.sleep, **options)
+
+
+@pytest.fixture
+def api(client: TestClient) -> Client:
+    return joust_client(client)
+
+
+def stored(client: TestClient) -> list[dict]:
+    return client.get("/api/submissions", params={"limit": 1000}).json()["submissions"]
+
+
+def plain(value: Any) -> Any:
+    """A frame's cell as the API's JSON has it: NaN, NA and NaT are null."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+# ---- submit ---------------------------------------------------------------------------------
+
+
+def test_submit_returns_ids_in_row_order_and_again_the_same_ids(api: Client, client: TestClient) -> None:
+    ids = api.submit(FRAME)
+    rows = {r["id"]: r for r in stored(client)}
+    assert len(ids) == 6 and set(ids) == set(rows)
+    for i, row in zip(ids, FRAME.to_dict("records")):
+        assert {k: rows[i][k] for k in row} == row
+
+    assert api.submit(FRAME) == ids  # idempotent: the same rows are the same submissions
+    assert api.submit(FRAME.to_dict("records")) == ids  # records work as a frame does
+    assert api.submit(FRAME.iloc[4].to_dict()) == [ids[4]]  # so does one mapping
+    assert len(stored(client)) == 6
+    assert api.submit(FRAME.iloc[0:0]) == []
+
+
+def test_missing_cells_take_the_api_defaults(api: Client, client: TestClient) -> None:
+    frame = pd.DataFrame({"question": ["Why?", "Why?"], "question_id": [None, float("nan")], "model": ["x", "y"],
+                          "scenario": ["terse", None], "output": ["Because.", "It depends."],
+                          "metadata": [{"temperature": 0.2}, None]})
+    ids = api.submit(frame)
+    hashed = client.post("/api/submissions", headers=AUTH, json={"question": "Why?", "model": "z", "output": "So."})
+    rows = {r["id"]: r for r in stored(client)}
+    assert [rows[i]["scenario"] for i in ids] == ["terse", "default"]
+    assert [rows[i]["metadata"] for i in ids] == [{"temperature": 0.2}, {}]
+    default_id = rows[hashed.json()["submissions"][0]["id"]]["question_id"]  # the API's hash of the question
+    assert [rows[i]["question_id"] for i in ids] == [default_id, default_id]
+
+
+def test_named_columns_go_into_metadata_and_the_id_column_is_left_out(api: Client, client: TestClient) -> None:
+    frame = FRAME.assign(temperature=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], seed=range(6), notes="x")
+    frame["metadata"] = [{"run": "r1"}, None, None, None, None, None]
+    with pytest.raises(Invalid) as caught:  # a column that is neither a field nor metadata: the API names it
+        api.submit(frame)
+    assert {"path": "submissions[0].notes", "message": "unknown field"} in caught.value.details
+
+    frame["id"] = api.submit(frame.drop(columns="notes"), metadata=["temperature", "seed"])
+    rows = {r["id"]: r for r in stored(client)}
+    assert rows[frame["id"][0]]["metadata"] == {"run": "r1", "temperature": 0.0, "seed": 0}
+    assert rows[frame["id"][5]]["metadata"] == {"temperature": 1.0, "seed": 5}
+    again = api.submit(frame.drop(columns="notes"), metadata=["temperature", "seed"])  # with its id column
+    assert again == list(frame["id"])
+
+
+def sent_batches(http: TestClient) -> list[tuple[int, int]]:
+    """(rows, status) of every POST /api/submissions the client sends through `http` from now on."""
+    batches: list[tuple[int, int]] = []
+
+    def on_response(response: httpx.Response) -> None:
+        if response.request.method == "POST" and response.request.url.path == "/api/submissions":
+            batches.append((len(json.loads(response.request.content)), response.status_code))
+
+    http.event_hooks = {"request": [], "response": [on_response]}
+    return batches
+
+
+def test_batches_fit_the_server_limit(make_client: Any) -> None:
+    http = make_client(max_batch=4)  # JOUST_MAX_BATCH=4
+    assert http.post("/api/submissions", headers=AUTH, json=FRAME.to_dict("records")).status_code == 413
+    one_by_one = [http.post("/api/submissions", headers=AUTH, json=row).json()["submissions"][0]["id"]
+                  for row in FRAME.to_dict("records")]
+
+    batches = sent_batches(http)
+    assert joust_client(http, batch_size=4).submit(FRAME) == one_by_one
+    assert batches == [(4, 201), (2, 201)]
+
+    batches.clear()  # a client that asks for more than the server takes halves its batches until they fit
+    assert joust_client(http, batch_size=100).submit(FRAME) == one_by_one
+    assert batches == [(6, 413), (3, 201), (3, 201)]
+
+    batches.clear()  # and by size: two rows' worth of JSON per request
+    two_rows = 2 + sum(len(json.dumps(r, ensure_ascii=False).encode()) + 1 for r in FRAME.iloc[:2].to_dict("records"))
+    assert joust_client(http, batch_bytes=two_rows).submit(FRAME) == one_by_one
+    assert batches == [(2, 201), (2, 201), (2, 201)]
+
+
+def test_one_row_over_the_body_limit_is_too_large(make_client: Any) -> None:
+    http = make_client(max_body_bytes=2000)
+    big = {"question": "Long?", "model": "x", "output": "word " * 1000}
+    with pytest.raises(TooLarge) as caught:
+        joust_client(http).submit([big])
+    assert caught.value.status == 413 and caught.value.rows == range(1)
+    same = http.post("/api/submissions", headers=AUTH | {"Content-Type": "application/json"},
+                     content=json.dumps([big], ensure_ascii=False).encode())
+    assert caught.value.message == same.json()["error"] and "the limit is 2000 bytes" in caught.value.message
+
+
+def test_a_conflicting_output_is_refused_with_the_apis_message(api: Client, client: TestClient) -> None:
+    ids = api.submit(FRAME)
+    batch = [{"question": "Question 9?", "question_id": "q9", "model": "good", "output": "new"},
+             {**FRAME.iloc[1].to_dict(), "output": "[mid] a different answer"}]
+    with pytest.raises(Conflict) as caught:
+        api.submit(batch)
+    answer = client.post("/api/submissions", headers=AUTH, json=batch)
+    assert (caught.value.status, caught.value.message) == (409, answer.json()["error"])
+    assert f"submission {ids[1]} " in caught.value.message and "different output" in caught.value.message
+    assert caught.value.rows == range(2)
+    assert sorted(r["id"] for r in stored(client)) == sorted(ids)  # q9 was not stored either
+
+
+# ---- tournaments ----------------------------------------------------------------------------
+
+
+def test_a_dry_run_is_the_apis_price_and_creates_nothing(api: Client, client: TestClient) -> None:
+    api.submit(FRAME)
+    price = api.tournament(judge=JUDGE, dry_run=True)
+    assert isinstance(price, DryRun)
+    raw = client.post("/api/tournaments", params={"dry_run": "true"}, headers=AUTH, json={"judge": JUDGE}).json()
+    assert {k: getattr(price, k) for k in raw} == raw
+    assert (price.matches, price.calls, price.cached, price.priced) == (6, 12, 0, True)
+    assert price.estimated_cost_usd > 0
+    assert api.tournament(judge=JUDGE, order="single", questions=["q0"], dry_run=True).calls == 3
+    assert client.get("/api/tournaments").json() == {"tournaments": []}
+    with pytest.raises(TypeError, match="a dry run creates no tournament"):
+        api.status(price)  # type: ignore[arg-type]
+
+
+def test_a_tournament_takes_every_option_and_comes_back_typed(api: Client, client: TestClient) -> None:
+    api.submit(FRAME)
+    run = api.tournament(name="mid-week", judge=JUDGE, order="single", criteria="overall", models=("good", "mid"),
+                         scenarios=["default"], questions=pd.Series(["q0"]), budget=5.0, rpm=120.0, tpm=50_000.0,
+                         delivery="live")
+    assert isinstance(run, Tournament) and run.queued is True
+    assert (run.name, run.judge, run.order, run.mode, run.matches_total, run.budget, run.delivery) == (
+        "mid-week", JUDGE, "single", "round_robin", 1, 5.0, "live")
+    assert run.status in (TournamentStatus.QUEUED, TournamentStatus.RUNNING)
+    spec = client.get(f"/api/tournaments/{run.id}").json()["spec"]
+    assert run.spec == spec
+    assert (spec["models"], spec["scenarios"], spec["questions"], spec["rpm"], spec["tpm"]) == (
+        ["good", "mid"], ["default"], ["q0"], 120.0, 50_000.0)
+
+    sampled = api.tournament(mode="sampled", opponents=1, seed=7, judge=JUDGE)
+    assert (sampled.mode, sampled.spec["opponents"], sampled.spec["seed"]) == ("sampled", 1, 7)
+    nightly = api.tournament(judge=JUDGE, schedule="0 3 * * *")
+    assert nightly.schedule == "0 3 * * *" and nightly.delivery == "batch"  # a scheduled anthropic run
+    assert api.status(nightly.id) == api.status(nightly)  # the id or the value
+
+
+def test_wait_draws_done_failed_left_rate_and_spend(make_client: Any, env: Settings, db: Store,
+                                                    fake: FakeAnthropic) -> None:
+    fake.decide = unreadable_for("bad", prefer(MODELS))  # 4 of the 6 matches hold bad: they fail
+    http = make_client()
+    setup = joust_client(http)
+    setup.submit(FRAME)
+    run = setup.tournament(judge=JUDGE)
+
+    def step(n: int) -> None:  # the first sleep passes with no worker; during the second the run is worked
+        if n == 2:
+            work(env, db, run.id)
+
+    fake_time = FakeTime(step)
+    api = joust_client(http, fake_time=fake_time)
+    drawn = io.StringIO()  # stderr by default (see the next test); a file here, apart from the worker's logs
+    final = api.wait(run, progress=drawn, poll=30)
+
+    assert fake_time.sleeps == [30, 30]
+    assert final == api.status(run.id) and final.finished
+    assert (final.matches_done, final.matches_failed, final.matches_pending) == (2, 4, 0)
+    assert final.spent_usd > 0
+    shown = [line for line in drawn.getvalue().replace("\r", "\n").splitlines() if line.strip()]
+    tails = list(dict.fromkeys(line.split("|")[-1].strip() for line in shown))  # the bar's last draw repeats
+    # two matches of two calls each in the wait's one minute; the spend is the run's own
+    assert tails == [
+        "0/6, done 0, failed 0, left 6, - calls/min, $0.0000",
+        "0/6, done 0, failed 0, left 6, 0.0 calls/min, $0.0000",
+        f"6/6, done 2, failed 4, left 0, 4.0 calls/min, {usd(final.spent_usd)}",
+    ]
+    assert shown[0].startswith(f"tournament {run.id}:   0%")
+
+
+def unreadable_for(model: str, otherwise: Decide) -> Decide:
+    """A judge that never gives a verdict on a pair holding `model`'s answer."""
+
+    def decide(system: str, users: list[str]) -> str:
+        return "Both have merits." if any(f"[{model}]" in u for u in users) else otherwise(system, users)
+
+    return decide
+
+
+def test_wait_gives_up_after_its_timeout_and_draws_nothing_unasked(api: Client, client: TestClient,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    api.submit(FRAME)
+    run = api.tournament(judge=JUDGE)
+    fake_time = FakeTime()
+    waiting = joust_client(client, fake_time=fake_time)
+    capsys.readouterr()
+    with pytest.raises(WaitTimeout) as caught:
+        waiting.wait(run.id, progress=False, poll=30, timeout=45)
+    assert fake_time.sleeps == [30, 15]  # the last sleep ends at the timeout
+    assert caught.value.tournament.matches_pending == 6 and not caught.value.tournament.finished
+    assert "after 45 s (6 matches left)" in caught.value.message
+    assert capsys.readouterr().err == ""
+    with pytest.raises(WaitTimeout):
+        waiting.wait(run, poll=30, timeout=30)  # progress on stderr
+    assert capsys.readouterr().err.endswith(f"| 0/6, done 0, failed 0, left 6, 0.0 calls/min, {usd(0)}\n")
+
+
+# ---- frames ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def judged(api: Client, env: Settings, db: Store) -> tuple[Tournament, list[int]]:
+    """FRAME submitted and a round robin judged by the real worker: (the run, the ids)."""
+    ids = api.submit(FRAME)
+    run = api.tournament(judge=JUDGE)
+    work(env, db, run.id)
+    return api.status(run), ids
+
+
+def test_leaderboard_frame_equals_the_apis_json(api: Client, client: TestClient, judged: tuple) -> None:
+    run, _ = judged
+    for by in ("model", "model+scenario"):
+        frame = api.leaderboard(by=by, tournament=run)
+        body = client.get("/api/leaderboard", params={"by": by, "tournament": run.id}).json()
+        assert records(frame) == body["rows"]
+        assert frame.attrs == {k: v for k, v in body.items() if k != "rows"}
+        assert frame.attrs["by"] == by
+    frame = api.leaderboard(tournament=run.id, judge=JUDGE)
+    assert list(frame["player"]) == ["good", "mid", "bad"]
+    counts = frame[["wins", "losses", "ties"]].itertuples(index=False, name=None)
+    assert list(counts) == [(4, 0, 0), (2, 2, 0), (0, 4, 0)]
+    assert frame["rating"].dtype == "float64" and frame["rank"].dtype == "int64"
+    assert list(frame.columns[:7]) == ["player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high"]
+    assert api.leaderboard(judge="anthropic/nobody").empty
+
+
+def test_judgements_frame_is_one_row_per_judgement_with_calls_flattened(api: Client, client: TestClient,
+                                                                        judged: tuple) -> None:
+    run, _ = judged
+    frame = api.judgements(run)
+    body = client.get(f"/api/tournaments/{run.id}/judgements").json()
+    assert len(frame) == len(body["judgements"]) == 6 and frame.attrs["tournament"] == run.id
+    for row, judgement in zip(frame.to_dict("records"), body["judgements"]):
+        assert (row["a"], row["b"], row["outcome"], row["consistent"]) == (
+            judgement["a"], judgement["b"], judgement["outcome"], judgement["consistent"])
+        assert row["created_at"].tz is not None
+        assert row["created_at"].timestamp() == pytest.approx(judgement["created_at"], abs=1e-6)
+        for n, call in enumerate(judgement["calls"], start=1):
+            assert {k: row[f"call_{n}_{k}"] for k in call} == call
+        assert {row["call_1_first"], row["call_2_first"]} == {row["a"], row["b"]}  # both orders
+    models = api.submissions().set_index("id")["model"]
+    winners = [row.a if row.outcome == "A" else row.b for row in frame.itertuples()]
+    for row, winner in zip(frame.itertuples(), winners):
+        better = min(models[row.a], models[row.b], key=MODELS.index)
+        assert models[winner] == better  # the planted preference, read back through the frame
+    assert api.judgements(run.id).equals(frame)
+
+
+def test_judges_frame_equals_the_apis_json(api: Client, client: TestClient, judged: tuple) -> None:
+    frame = api.judges()
+    assert records(frame) == client.get("/api/judges").json()["judges"]
+    [row] = records(api.judges(judge=JUDGE))
+    assert (row["judge"], row["calls"], row["judgements"], row["consistency"]) == (JUDGE, 12, 6, 1.0)
+    assert math.isnan(frame.loc[frame["judge"] == JUDGE, "human_agreement"].iloc[0])  # no human voted
+    nobody = api.judges(judge="anthropic/nobody")
+    assert nobody.empty and list(nobody.columns[:3]) == ["judge", "calls", "judgements"]
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+def test_errors_are_typed_and_carry_the_apis_message(api: Client, client: TestClient) -> None:
+    row = FRAME.iloc[0].to_dict()
+    with pytest.raises(AuthError) as wrong:
+        joust_client(client, key="wrong-key").submit([row])
+    raw = client.post("/api/submissions", headers={"Authorization": "Bearer wrong-key"}, json=[row])
+    assert (wrong.value.status, wrong.value.message) == (raw.status_code, raw.json()["error"])
+    with pytest.raises(AuthError) as missing:
+        joust_client(client, key=None).tournament(judge=JUDGE)
+    assert missing.value.status == 401
+
+    with pytest.raises(NotFound) as unknown:
+        api.status(999)
+    assert (unknown.value.status, unknown.value.message) == (404, "no tournament 999")
+    with pytest.raises(NotFound):
+        api.judgements(999)
+
+    with pytest.raises(Invalid) as invalid:
+        api.submit([row, {"question": "Q?", "output": "x"}])
+    assert invalid.value.status == 422 and invalid.value.rows == range(2)
+    assert invalid.value.message == "submissions[1].model: field required"
+    assert invalid.value.details == [{"path": "submissions[1].model", "message": "field required"}]
+    with pytest.raises(Invalid) as sampled:
+        api.tournament(mode="sampled")
+    raw = client.post("/api/tournaments", headers=AUTH, json={"mode": "sampled"}).json()
+    assert (sampled.value.message, sampled.value.details) == (raw["error"], raw["details"])
+    assert "opponents" in sampled.value.message
+    with pytest.raises(Invalid, match="dimension"):
+        api.leaderboard(dimension="beauty")
+    assert stored(client) == []  # nothing refused was stored
+
+
+def test_an_unreachable_server_is_a_typed_error() -> None:
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with Client(f"http://127.0.0.1:{port}", KEY, timeout=5) as api, pytest.raises(Unreachable) as caught:
+        api.judges()
+    assert caught.value.status is None and f"127.0.0.1:{port}/api/judges" in caught.value.message
+
+
+# ---- votes ----------------------------------------------------------------------------------
+
+
+def test_a_vote_is_stored_once_and_feeds_judge_health(api: Client, client: TestClient) -> None:
+    if "/api/votes" not in client.get("/openapi.json").json()["paths"]:
+        pytest.skip("POST /api/votes is not on this branch yet (it is being built on another one); "
+                    "this test runs once the route is merged")
+    ids = api.submit(FRAME)
+    good, mid = ids[0], ids[1]
+    vote = api.vote(good, mid, "A", "alice", first=mid)
+    assert (vote.judge, vote.created) == ("human/alice", True)
+    again = api.vote(good, mid, Verdict.A, "alice", first=mid)
+    assert (again.id, again.created) == (vote.id, False)
+    with pytest.raises(Conflict):
+        api.vote(good, mid, "B", "alice", first=mid)  # a vote is final
+    assert "human/alice" in set(api.judges()["judge"])
+
+
+# ---- over a socket --------------------------------------------------------------------------
+
+
+@contextmanager
+def serving(settings: Settings) -> Iterator[str]:
+    """The app under a real uvicorn server on a free loopback port, on a thread of this process."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_the_client_over_a_real_socket(api_settings: Settings, env: Settings, db: Store) -> None:
+    with serving(api_settings) as url, Client(url, KEY) as api:
+        ids = api.submit(FRAME)
+        assert api.submit(FRAME) == ids and len(ids) == 6
+        assert api.tournament(judge=JUDGE, dry_run=True).calls == 12
+        run = api.tournament(judge=JUDGE)
+        work(env, db, run.id)
+        final = api.wait(run, progress=False)
+        assert (final.status, final.matches_done) == (TournamentStatus.DONE, 6)
+        assert list(api.leaderboard(tournament=run)["player"]) == ["good", "mid", "bad"]
+        assert len(api.judgements(run)) == 6
+        with pytest.raises(NotFound):
+            api.status(run.id + 1000)
