@@ -311,6 +311,7 @@ class SubmissionOut(BaseModel):
     output: str
     metadata: dict[str, Any]
     created_at: float
+    created_by: str | None = None  # the name of the API key that stored it ("admin": the admin key)
 
 
 class SubmissionsOut(BaseModel):

@@ -24,7 +24,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis import Redis
@@ -34,16 +34,21 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api_models import check_judge_spec
+from service.auth import private_reads
 from service.boards import BoardCache
 from service.config import Settings
 from service.judge_health_cache import JudgeHealthCache
+from service.logs import RequestId
+from service.metrics import HttpMetrics, JoustCollector, Metrics, TimedBoards
 from service.queue import JobQueue
 from service.routes import (
     docs,
     health,
     judgements,
     judges,
+    keys,
     leaderboard,
+    metrics,
     page,
     scores,
     submissions,
@@ -249,7 +254,9 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.store = store
         app.state.redis = redis
         app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
-        app.state.boards = boards = BoardCache(store, k=settings.elo_k)
+        boards = BoardCache(store, k=settings.elo_k)
+        app.state.boards = TimedBoards(boards, app.state.metrics.board_seconds)
+        app.state.metrics.attach(JoustCollector(settings, store, redis))
         app.state.judge_health = JudgeHealthCache(store)
         # Reading a large store takes seconds: start now rather than on the first request.
         warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
@@ -258,6 +265,7 @@ def create_app(settings: Settings) -> FastAPI:
             yield
         finally:
             warm.join(timeout=5)
+            app.state.metrics.detach()
             redis.close()
             store.close()
 
@@ -267,16 +275,21 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # routes.docs serves /docs offline, under the Content-Security-Policy
         redoc_url=None,
+        dependencies=[Depends(private_reads)],  # JOUST_PRIVATE=1: reads need a key too (service.auth)
     )
     app.state.settings = settings
+    app.state.metrics = Metrics()
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeaders)  # outermost: 413s of BodyLimit get the headers too
+    app.add_middleware(HttpMetrics, metrics=app.state.metrics)
+    app.add_middleware(SecurityHeaders)  # 413s of BodyLimit get the headers too
+    app.add_middleware(RequestId)  # outermost: every line logged for a request carries its id
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(NotFound, _not_found)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, votes, judgements, leaderboard, health, page, judges, scores, docs):
+    for module in (submissions, tournaments, votes, judgements, leaderboard, health, page, judges, scores, docs,
+                   keys, metrics):
         app.include_router(module.router)
     return app

@@ -1,11 +1,10 @@
 """The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
 run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines);
 `import` and `export` move judgements and boards in and out of the store (no Redis needed);
-`tournament create` starts a tournament, or with `--dry-run` only counts its calls and cost."""
+`tournament`, `submit` and `board` talk to a running joust over HTTP (`service.remote_cli`)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -14,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import remote_cli
 from .config import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def cmd_api(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _need_redis(settings)
     settings = ensure_api_key(settings)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    # log_config=None: uvicorn's loggers propagate to the root logger `main` set up (text or JSON).
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, log_config=None)
     return 0
 
 
@@ -121,10 +122,12 @@ def _import_one(args: argparse.Namespace, store: Store) -> ImportSummary:
     from .importers.alpaca import load_annotations, load_outputs
     from .importers.battles import load_battles
     from .importers.cqa import load_cqa
+    from .progress import wanted
 
     path = Path(args.path)
     if args.kind == "battles":
-        return load_battles(store, path, judge=args.judge, fmt=args.format, human=args.human)
+        return load_battles(store, path, judge=args.judge, fmt=args.format, human=args.human,
+                            progress=wanted(args.progress))
     if args.kind == "alpaca-outputs":
         return load_outputs(store, path, scenario=args.scenario)
     if args.kind == "alpaca-annotations":
@@ -148,7 +151,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write judgements or a board as CSV or JSONL, to stdout or -o FILE."""
+    """Write judgements or a board as CSV, JSONL or Parquet, to stdout or -o FILE."""
     from . import exporters
     from .store import NotFound
 
@@ -167,86 +170,32 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 2
     finally:
         store.close()
-    if args.output in (None, "-"):
-        try:
-            write(rows, args.format, sys.stdout)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `joust export ... | head`: the reader took what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    else:
-        with open(args.output, "w", encoding="utf-8", newline="") as out:
-            write(rows, args.format, out)
-    return 0
+    from .progress import wanted
 
-
-def cmd_tournament(args: argparse.Namespace) -> int:
-    """Start a tournament (needs REDIS_URL), or with --dry-run print what it would take."""
-    import json
-    from dataclasses import asdict
-
-    from pydantic import TypeAdapter
-
-    from . import tournaments
-    from .api_models import TournamentIn
-    from .routes.common import ApiError, validate
-    from .routes.tournaments import build_spec, check_spec
-
-    settings = _settings(args)
-    fields = {"name": args.name, "mode": args.mode, "opponents": args.opponents, "seed": args.seed,
-              "judge": args.judge, "order": args.order, "criteria": args.criteria, "models": args.model,
-              "scenarios": args.scenario, "questions": args.question, "budget": args.budget}
-    store = _open_store(settings)
+    progress = wanted(args.progress)
+    binary = args.format == "parquet"
     try:
-        try:  # the API's own checks, every one of them
-            request = validate(TypeAdapter(TournamentIn), {k: v for k, v in fields.items() if v is not None})
-            spec = check_spec(build_spec(request, settings), settings, store)
-        except ApiError as exc:
-            print(f"joust tournament: {exc.message}", file=sys.stderr)
-            return 2
-        if args.dry_run:
-            out = {**asdict(tournaments.dry_run(store, spec, settings.price_table())), "seed": spec.seed}
+        if args.output in (None, "-"):
+            try:
+                write(rows, args.format, sys.stdout.buffer if binary else sys.stdout, progress=progress)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `joust export ... | head`: the reader took what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         else:
-            from redis import Redis
-
-            from .queue import JobQueue
-
-            queue = JobQueue(Redis.from_url(_need_redis(settings)), settings.queue_name, settings.match_timeout_s / 2)
-            run = tournaments.launch(store, queue, request.name, spec)
-            out = {"id": run.id, "status": store.get_tournament(run.id)["status"],
-                   "matches_total": run.matches_total, "queued": run.queued}
-    finally:
-        store.close()
-    print(json.dumps(out))
+            with open(args.output, "wb") if binary else open(args.output, "w", encoding="utf-8", newline="") as out:
+                write(rows, args.format, out, progress=progress)
+    except exporters.ExportError as exc:
+        print(f"joust export: {exc}", file=sys.stderr)
+        return 2
     return 0
-
-
-def _add_tournament_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    tournament = sub.add_parser("tournament", help="start a tournament, or count what it would take")
-    actions = tournament.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="plan and start a tournament (POST /api/tournaments)")
-    create.add_argument("--dry-run", action="store_true",
-                        help="print matches, calls, cached and estimated_cost_usd; create nothing (no Redis needed)")
-    create.add_argument("--name", default=None)
-    create.add_argument("--mode", choices=["round_robin", "sampled"], default=None)
-    create.add_argument("--opponents", type=int, default=None, help="sampled mode: opponents per submission")
-    create.add_argument("--seed", type=int, default=None, help="sampled mode: the plan's seed")
-    create.add_argument("--judge", default=None, metavar="SPEC", help="default: JOUST_JUDGE")
-    create.add_argument("--order", choices=["both", "single"], default=None)
-    create.add_argument("--criteria", default=None)
-    for name in ("model", "scenario", "question"):
-        create.add_argument(f"--{name}", action="append", default=None, metavar=name.upper(),
-                            help=f"only this {name} (repeat for several)")
-    create.add_argument("--budget", type=float, default=None, metavar="USD", help="stop the run once it spent this")
-    create.add_argument("--data-dir", default=None)
-    create.set_defaults(func=cmd_tournament)
 
 
 def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser("import", help="load battles, AlpacaEval or Comparative-QA files into the store")
     kinds = imp.add_subparsers(dest="kind", required=True)
     battles = kinds.add_parser("battles", help="model_a, model_b, winner (Chatbot Arena, MT-Bench), left, right, "
-                                               "winner (LLMFAO), or what `joust export judgements` wrote; CSV, JSON "
-                                               "or JSONL")
+                                               "winner (LLMFAO), or what `joust export judgements` wrote; CSV, TSV, "
+                                               "JSON, JSONL or Parquet")
     battles.add_argument("path", metavar="FILE")
     battles.add_argument("--judge", default=None, help="file every row as import/NAME (human/NAME with --human), "
                                                        "whatever its judge or voter column says (default: each "
@@ -254,8 +203,10 @@ def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     battles.add_argument("--human", action="store_true",
                          help="the verdicts are human votes (human/NAME, the reference of judge health), filed on "
                               "the stored submissions of their (question_id, model, scenario)")
-    battles.add_argument("--format", choices=["csv", "tsv", "json", "jsonl"], default=None,
-                         help="default: from the file extension")
+    battles.add_argument("--format", choices=["csv", "tsv", "json", "jsonl", "parquet"], default=None,
+                         help="default: from the file extension (Parquet needs pyarrow)")
+    battles.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="count the rows read on stderr (default: when stderr is a terminal)")
     for kind, what in (("alpaca-outputs", "an AlpacaEval model_outputs.json"),
                        ("alpaca-annotations", "an AlpacaEval annotations.json")):
         parser = kinds.add_parser(kind, help=what)
@@ -269,7 +220,7 @@ def _add_import_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _add_export_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    exp = sub.add_parser("export", help="write judgements or a leaderboard as CSV or JSONL")
+    exp = sub.add_parser("export", help="write judgements or a leaderboard as CSV, JSONL or Parquet")
     whats = exp.add_subparsers(dest="what", required=True)
     judgements = whats.add_parser("judgements", help="one row per counted judgement, in resolve order")
     board = whats.add_parser("board", help="the leaderboard rows, best first")
@@ -277,16 +228,69 @@ def _add_export_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     for parser in (judgements, board):
         parser.add_argument("--tournament", type=int, default=None, help="only this tournament and its runs")
         parser.add_argument("--judge", default=None, metavar="SPEC", help="only this judge")
-        parser.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+        parser.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
+                            help="parquet needs pyarrow")
+        parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                            help="count the rows written on stderr (default: when stderr is a terminal)")
         parser.add_argument("-o", "--output", default=None, help="file to write (default: stdout)")
         parser.add_argument("--data-dir", default=None)
         parser.set_defaults(func=cmd_export)
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    """`joust keys create|list|revoke`, on the store directly (as an admin on this machine)."""
+    import json
+
+    from .store import Conflict, NotFound, Scope
+
+    store = _open_store(_settings(args))
+    try:
+        if args.action == "create":
+            try:
+                key, secret = store.create_api_key(args.name, [Scope(x) for x in args.scope or []])
+            except (ValueError, Conflict) as exc:
+                print(f"joust keys create: {exc}", file=sys.stderr)
+                return 2
+            print(json.dumps({**key.as_dict(), "secret": secret}, indent=2))
+            print("keep the secret now: it is not stored and cannot be shown again", file=sys.stderr)
+        elif args.action == "list":
+            for key in store.list_api_keys():
+                state = "revoked" if key.revoked else "active"
+                scopes = ",".join(x.value for x in key.scopes) or "(read only)"
+                print(f"{key.id}\t{key.name}\t{key.prefix}…\t{scopes}\t{state}")
+        else:
+            try:
+                key = store.revoke_api_key(args.id)
+            except NotFound as exc:
+                print(f"joust keys revoke: {exc}", file=sys.stderr)
+                return 2
+            print(f"revoked key {key.id} ({key.name})")
+    finally:
+        store.close()
+    return 0
+
+
+def _add_keys_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    keys = sub.add_parser("keys", help="issue, list and revoke named API keys with scopes")
+    actions = keys.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="issue a key; prints its secret once")
+    create.add_argument("name", help="letters, digits, '-', '_', '.'; never reused")
+    create.add_argument("--scope", action="append", choices=["submit", "vote", "run", "admin"],
+                        help="what it may do (repeat; none: it may only read)")
+    listing = actions.add_parser("list", help="every key (never a secret)")
+    revoke = actions.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("id", type=int)
+    for parser in (create, listing, revoke):
+        parser.add_argument("--data-dir", default=None)
+        parser.set_defaults(func=cmd_keys)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line, one sub-command per role."""
     parser = argparse.ArgumentParser(prog="joust", description=__doc__)
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"],
+                        help="default: info for the processes (up, api, worker, scheduler), warning "
+                             "for every other command, whose output is its own")
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="run Redis, the API and page, N workers and the scheduler")
@@ -317,8 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_import_parsers(sub)
     _add_export_parsers(sub)
-    _add_tournament_parsers(sub)
+    remote_cli.add_parsers(sub)
+    _add_keys_parsers(sub)
     return parser
+
+
+PROCESSES = frozenset({"up", "api", "worker", "scheduler"})
+"""The commands that run a process: they log at info by default."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,7 +337,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from .logs import configure
+
+    if args.log_level is None:
+        args.log_level = "info" if args.command in PROCESSES else "warning"
+    try:
+        configure(Settings.from_env().log_format, args.log_level)
+    except SettingsError as exc:
+        print(f"joust: {exc}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except SettingsError as exc:

@@ -33,6 +33,12 @@ def default_judge(env: Mapping[str, str]) -> str:
     return OFFLINE_JUDGE
 
 
+# Upper bounds (seconds) of the judge-call latency histogram: the workers count each call under
+# the first bound it fits (in Redis, `Settings.call_stats_key`) and the API's /metrics reads them.
+CALL_LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+LOG_FORMATS = ("text", "json")
+
+
 class SettingsError(ValueError):
     """An environment variable holds a value joust cannot use."""
 
@@ -72,6 +78,8 @@ class Settings:
     judge: str = DEFAULT_JUDGE
     elo_k: float = 32.0
     queue_name: str = "joust"
+    # Where the CLI's remote commands (tournament, submit, board) find a running joust.
+    url: str = "http://127.0.0.1:8000"
     max_body_bytes: int = 10 * 1024 * 1024
     max_batch: int = 10_000
     # A match "running" longer than this (a killed worker) is handed out again by the scheduler.
@@ -114,6 +122,17 @@ class Settings:
     # JOUST_PRICES: a JSON file of prices per judge spec, over leaderboard.pricing.DEFAULT_PRICES.
     prices_file: Path | None = None
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # JOUST_LOG_FORMAT: "text" (a line per record) or "json" (one JSON object per line, with the
+    # request_id or match_id of the work it belongs to).
+    log_format: str = "text"
+    # JOUST_PRIVATE: reads need a key too (any scope); only GET /api/health stays open.
+    private: bool = False
+
+    @property
+    def call_stats_key(self) -> str:
+        """The Redis hash where workers count their judge calls (calls, 429s, retries, latency)
+        for the API's /metrics: one per queue, so deployments sharing a Redis stay apart."""
+        return f"{self.queue_name}:calls"
 
     def price_table(self) -> dict[str, Price]:
         """The default prices with the overrides of `prices_file` on top."""
@@ -188,6 +207,7 @@ class Settings:
             judge=text("JOUST_JUDGE") or default_judge(env),
             elo_k=number("JOUST_ELO_K", base.elo_k),
             queue_name=text("JOUST_QUEUE") or base.queue_name,
+            url=text("JOUST_URL") or base.url,
             max_body_bytes=int(number("JOUST_MAX_BODY_BYTES", base.max_body_bytes, int)),
             max_batch=int(number("JOUST_MAX_BATCH", base.max_batch, int)),
             match_timeout_s=number("JOUST_MATCH_TIMEOUT", base.match_timeout_s),
@@ -212,7 +232,25 @@ class Settings:
             scheduler_interval_s=number("JOUST_SCHEDULER_INTERVAL", base.scheduler_interval_s),
             prices_file=Path(raw) if (raw := text("JOUST_PRICES")) else None,
             prices=load_prices(text("JOUST_PRICES")),
+            log_format=_log_format(text("JOUST_LOG_FORMAT")),
+            private=_flag("JOUST_PRIVATE", text("JOUST_PRIVATE")),
         )
+
+
+def _log_format(raw: str | None) -> str:
+    value = (raw or "text").lower()
+    if value not in LOG_FORMATS:
+        raise SettingsError(f"JOUST_LOG_FORMAT={raw!r}: use one of {', '.join(LOG_FORMATS)}")
+    return value
+
+
+def _flag(name: str, raw: str | None) -> bool:
+    value = (raw or "0").lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{name}={raw!r}: use 1 or 0")
 
 
 _ENDPOINT_KEYS = frozenset({"base_url", "api_key", "api_key_env", "rpm", "tpm", "concurrency"})

@@ -215,7 +215,7 @@ def test_a_version_6_database_is_upgraded(tmp_path: Path) -> None:
     unreadable ones keep their keys; every run's mode is a column."""
     path = tmp_path / "v6.db"
     store = upgraded(path, V6)
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     check_version_6_upgrade(store)
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import random
 import threading
@@ -42,7 +43,9 @@ from leaderboard.types import MatchOutcome
 from service.config import Settings
 from service.store import Store
 
+from . import logcontext
 from .budget import Meter, SpendBook
+from .callstats import CallStats
 from .gate import Gate, GatedJudge
 from .judge import Judge
 from .leases import Leases
@@ -123,6 +126,7 @@ class Engine:
             spend=SpendBook(aredis, self.store, self.io) if aredis is not None else None,
             redis=aredis,
             rng=self._rng,
+            stats=CallStats(aredis, self.settings.call_stats_key) if aredis is not None else None,
         )
         loop = asyncio.get_running_loop()
         self._beating = [loop.create_task(self._heartbeat(deps)), loop.create_task(self._reaper(deps))] \
@@ -131,7 +135,8 @@ class Engine:
 
     async def io(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run a blocking call on the engine's thread pool."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+        context = contextvars.copy_context()  # the match's log ids travel to the thread
+        return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: context.run(fn, *args, **kwargs))
 
     async def requeue(self, match_id: int, delay_s: float, why: str) -> None:
         """Put a match back on the queue in `delay_s` seconds (RQ's scheduler moves it there)."""
@@ -210,11 +215,13 @@ class Engine:
         return "admitted"
 
     async def _judge(self, match_id: int) -> MatchOutcome:
+        logcontext.MATCH_ID.set(match_id)  # this task's lines, its failure included
         deps = self.deps
         abandoned = False
         try:
             outcome = await judge_one(deps, match_id)
             self.outcomes[outcome] += 1
+            log.debug("match %d: %s", match_id, outcome.value)
             return outcome
         except asyncio.CancelledError:
             abandoned = True
@@ -295,7 +302,7 @@ class Engine:
         limits = self.settings.limits(spec)
         gate = Gate(spec=spec, meter=meter or Meter(), max_tokens=self.settings.judge_max_tokens,
                     slot=self.deps.slot(spec, limits.concurrency), limiter=self.deps.limiter,
-                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng)
+                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng, stats=self.deps.stats)
         return GatedJudge(self.deps.judges.get(spec), gate)  # type: ignore[return-value]
 
     def drain(self, timeout_s: float | None = None) -> list[int]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from leaderboard.pricing import Price, cost_usd, estimate_tokens
 
 from .backoff import retry_delay
 from .budget import BudgetExceeded, Meter, SpendBook
+from .callstats import CallStats
 from .errors import TransientJudgeError, VerdictParseError
 from .judge import Completion, Judge, JudgeReply, Message, compare_with_reminder
 from .ratelimit import Limits, SharedRateLimit
@@ -72,6 +74,7 @@ class Gate:
     still_ours: Callable[[], Awaitable[bool]] | None = None
     rng: random.Random = field(default_factory=random.Random)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    stats: CallStats | None = None  # counts each send for /metrics (workers.callstats)
 
     def estimate(self, system: str, messages: list[Message]) -> int:
         """The call's largest size in tokens: its prompt's estimate in, `max_tokens` out."""
@@ -92,6 +95,8 @@ class Gate:
                 wait = exc.retry_after
                 if attempt == CALL_ATTEMPTS or (wait is not None and wait > CALL_RETRY_MAX_WAIT_S):
                     raise  # the match goes back on the queue, with a longer backoff
+                if self.stats is not None:
+                    await self.stats.retried(self.spec)
                 if exc.status not in RATE_LIMITED or self.limiter is None:  # else the cooldown waits
                     await self.sleep(retry_delay(attempt, CALL_RETRY_BASE_S, wait, self.rng))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -108,7 +113,7 @@ class Gate:
         reserved = await self._reserve(tokens - self.max_tokens)
         used, paid = 0, 0.0
         try:
-            completion = await send(system, messages)
+            completion = await self._send(send, system, messages)
             used = completion.input_tokens + completion.output_tokens
             paid = self._cost(completion.input_tokens, completion.output_tokens) or 0.0
             self.meter.add(completion.input_tokens, completion.output_tokens)
@@ -122,6 +127,22 @@ class Gate:
                 await self.limiter.settle(ticket, used)  # type: ignore[union-attr]
             if reserved is not None and self.spend is not None and self.budget is not None:
                 await self.spend.settle(self.budget.tournament_id, reserved, paid)
+
+    async def _send(self, send: Callable[[str, list[Message]], Any], system: str, messages: list[Message]) -> Completion:
+        """Send the call, counting it (and, answered, its latency) in `stats`."""
+        if self.stats is None:
+            return await send(system, messages)
+        started = time.monotonic()
+        try:
+            completion = await send(system, messages)
+        except TransientJudgeError as exc:
+            await self.stats.failed(self.spec, rate_limited=exc.status in RATE_LIMITED)
+            raise
+        except Exception:
+            await self.stats.failed(self.spec, rate_limited=False)
+            raise
+        await self.stats.answered(self.spec, time.monotonic() - started)
+        return completion
 
     def _cost(self, input_tokens: int, output_tokens: int) -> float | None:
         if self.budget is None:

@@ -10,10 +10,14 @@ forking worker would judge in a work-horse that exits after each job.
 """
 from __future__ import annotations
 
-from . import runtime
+from . import logcontext, runtime
 
 
 def judge_match(match_id: int) -> str:
     """Give one match to this process's engine: "admitted", "requeued" (this process stayed full
     too long: another worker takes it) or "skipped" (it is in flight here already)."""
-    return runtime.engine().admit(match_id)
+    token = logcontext.MATCH_ID.set(match_id)  # the lines of handing it over say which match
+    try:
+        return runtime.engine().admit(match_id)
+    finally:
+        logcontext.MATCH_ID.reset(token)

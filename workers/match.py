@@ -36,7 +36,9 @@ from service.config import Settings
 from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
 
 from .backoff import retry_delay
+from . import logcontext
 from .budget import BUDGET, BudgetExceeded, Meter, SpendBook, charge_unrecorded, stop_for, stop_if_over_budget
+from .callstats import CallStats
 from .criteria import Judged, criteria_set
 from .errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
 from .gate import Budget, ClaimLost, Gate, GatedJudge
@@ -74,6 +76,7 @@ class Deps:
     redis: Redis | None = None
     rng: random.Random = field(default_factory=random.Random)
     slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    stats: CallStats | None = None  # the process's call counts for /metrics
 
     def slot(self, spec: str, concurrency: int) -> asyncio.Semaphore:
         """The process's limit of calls in flight to judge `spec`."""
@@ -148,10 +151,12 @@ class Opened:
 async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
     """Load a match and settle it without the judge where possible: gone, already finished,
     answered by a stored judgement (free), or stopped by its run's budget; else it is Opened."""
+    logcontext.MATCH_ID.set(match_id)  # every line of this match's work says which (JSON logs)
     try:
         ctx = await deps.io(deps.store.match_context, match_id)
     except NotFound:
         return MatchOutcome.MISSING
+    logcontext.TOURNAMENT_ID.set(ctx.tournament_id)
     if ctx.status not in ACTIVE:
         return MatchOutcome.SKIPPED
     keyed = key_of(ctx)
@@ -211,6 +216,7 @@ def gate_for(deps: Deps, ctx: MatchContext, key: str, meter: Meter) -> Gate:
         budget=budget,
         still_ours=(lambda: leases.confirm(key)) if leases is not None else None,
         rng=deps.rng,
+        stats=deps.stats,
     )
 
 

@@ -19,7 +19,7 @@ import os
 
 from service.config import Settings
 
-from . import runtime
+from . import logcontext, runtime
 from .engine import connect
 from .worker import JoustWorker, job_queue
 
@@ -31,6 +31,7 @@ def run_worker(settings: Settings, *, name: str | None = None, log_level: str = 
     # One INFO line per HTTP request from the SDK's client would drown the worker's own log.
     for noisy in ("httpx", "httpx2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logcontext.install()  # match and tournament ids on every line (JOUST_LOG_FORMAT=json writes them)
     redis = connect(settings.redis_url)  # RQ's loop, its jobs and its scheduler ride out a Redis restart
     worker = JoustWorker(
         [job_queue(redis, settings.queue_name)],

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Response
 from redis.exceptions import RedisError
 
 from service.api_models import JUDGE_PROVIDERS, AnalysisQueued
-from service.auth import require_api_key
+from service.auth import require_run
 from service.queue import JobQueue
 from service.store import Store
 
@@ -38,7 +38,7 @@ def get_judgement(judgement_id: JudgementId, store: Annotated[Store, Depends(get
     response_model=None,
     responses={**error_responses(401, 403, 404, 409, 422, 503), 202: {"model": AnalysisQueued},
                200: {"description": "already analysed: the judgement"}},
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_run)],
 )
 def analyse_tie(
     judgement_id: JudgementId,

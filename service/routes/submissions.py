@@ -17,7 +17,7 @@ from service.api_models import (
     SubmissionsCreated,
     SubmissionsOut,
 )
-from service.auth import require_api_key
+from service.auth import require_submit
 from service.config import Settings
 from service.store import NewSubmission, Store
 
@@ -74,7 +74,7 @@ def parse_submissions(body: Any, max_batch: int) -> list[SubmissionIn]:
     status_code=201,
     response_model=SubmissionsCreated,
     responses=error_responses(400, 401, 403, 409, 413, 422),
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_submit)],
     openapi_extra=_BODY,
 )
 def create_submissions(

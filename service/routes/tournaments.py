@@ -28,7 +28,7 @@ from service.api_models import (
     TournamentIn,
     TournamentRetried,
 )
-from service.auth import require_api_key
+from service.auth import require_run
 from service.config import OFFLINE_JUDGES, Settings
 from service.cron import next_due
 from service.queue import JobQueue
@@ -183,7 +183,7 @@ def check_criteria(spec: RunSpec) -> None:
     response_model=TournamentCreated | DryRunOut,
     responses={**error_responses(400, 401, 403, 413, 422),
                200: {"model": DryRunOut, "description": "a dry run: nothing was created"}},
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_run)],
     openapi_extra=request_body(_REQUEST.json_schema()),
 )
 def create_tournament(
@@ -229,7 +229,7 @@ def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(
 @router.post(
     "/{tournament_id}/cancel",
     responses=error_responses(401, 403, 404, 422),
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_run)],
 )
 def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
     """Cancel the matches not yet judged and stop the schedule; judgements made stay."""
@@ -240,7 +240,7 @@ def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depen
     "/{tournament_id}/retry",
     status_code=202,
     responses=error_responses(401, 403, 404, 409, 422),
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_run)],
 )
 def retry_tournament(
     tournament_id: TournamentId,

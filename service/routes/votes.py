@@ -28,7 +28,7 @@ from pydantic import (
 
 from leaderboard.votes import FORBIDDEN, VOTER_MAX, Verdict, voter_problem
 from service.api_models import Key
-from service.auth import require_api_key
+from service.auth import require_vote
 from service.config import Settings
 from service.store import Store, VoteChanged
 from service.votes import Pointer, SubmissionKey, VoteRequest, VotesRefused, cast_votes
@@ -179,7 +179,7 @@ def _path(root: str, index: int, field: str = "") -> str:
     status_code=201,
     response_model=VotesCreated,
     responses=error_responses(400, 401, 403, 404, 409, 413, 422),
-    dependencies=[Depends(require_api_key)],
+    dependencies=[Depends(require_vote)],
     openapi_extra=_BODY,
 )
 def create_votes(

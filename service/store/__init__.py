@@ -10,6 +10,7 @@ Exceptions: `Conflict` (same key, different content: the API answers 409), `NotF
 """
 from __future__ import annotations
 
+from .api_keys import ADMIN_NAME, WRITER, ApiKeys, Scope, StoredKey
 from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, RetryRefused
 from .batches import (
     BatchCounts,
@@ -25,6 +26,7 @@ from .batches import (
     StoredRequest,
 )
 from .exports import Exports
+from .gauges import Gauges, JudgeTotals
 from .health import Health
 from .imports import Imports
 from .judgements import Judgements
@@ -36,12 +38,12 @@ from .tournaments import Tournaments
 from .views import Views
 from .votes import StoredVote, VoteChanged, Votes
 
-__all__ = ["ACTIVE", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Conflict", "MatchContext", "NeededRequest",
+__all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
            "Settled", "Store", "StoredRequest", "StoredVote", "VoteChanged"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes):
+            Batches, Votes, ApiKeys, Gauges):
     """Submissions, tournaments, matches, judgements, scores, batch requests and human votes, in
     SQLite or PostgreSQL."""

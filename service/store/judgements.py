@@ -66,5 +66,6 @@ def _view(row: Any, a: Submission, b: Submission) -> dict:
         "cost_usd": row.cost_usd,
         "created_at": row.created_at,
         "match_id": row.match_id,
+        "created_by": row.created_by,  # a vote: the API key that filed it
         "analysis": json.loads(row.analysis) if row.analysis else None,
     }

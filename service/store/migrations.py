@@ -38,6 +38,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_5_to_6(conn)
     if version is not None and version < 7:
         _upgrade_6_to_7(conn)
+    if version is not None and version < 8:
+        _upgrade_7_to_8(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -101,6 +103,13 @@ def _upgrade_5_to_6(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE tournaments ADD COLUMN failure_streak INTEGER NOT NULL DEFAULT 0"))
     conn.execute(text("ALTER TABLE tournaments ADD COLUMN retried INTEGER NOT NULL DEFAULT 0"))
     conn.execute(text("ALTER TABLE tournaments ADD COLUMN delivery VARCHAR(8) NOT NULL DEFAULT 'live'"))
+
+
+def _upgrade_7_to_8(conn: Connection) -> None:
+    """Add created_by (the API key that wrote the row) to submissions, tournaments and judgements
+    (votes); NULL for the rows already there. api_keys is a new table, made by create_all."""
+    for table in ("submissions", "tournaments", "judgements"):
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN created_by VARCHAR(64)"))
 
 
 MIGRATION_CHUNK = 2000  # rows read at a time while upgrading: memory stays bounded on a large store

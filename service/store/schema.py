@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = MetaData()
 
@@ -42,6 +42,9 @@ submissions = Table(
     Column("question_hash", String(64), nullable=False),
     Column("metadata", Text, nullable=False, default="{}"),
     Column("created_at", Float, nullable=False),
+    # The name of the API key that stored it ("admin": the admin key); NULL: a local command or
+    # a store older than keys.
+    Column("created_by", String(64)),
     UniqueConstraint("question_id", "model", "scenario", name="uq_submission_key"),
 )
 Index("ix_submissions_model", submissions.c.model)
@@ -76,6 +79,8 @@ tournaments = Table(
     # The spec's mode, here to filter on (an adaptive run stays open between rounds; adaptive
     # runs are snapshotted): the spec itself is JSON text.
     Column("mode", String(16), nullable=False, default="round_robin", server_default="round_robin"),
+    # The name of the API key that created it (a scheduled run: its parent's); NULL: a local command.
+    Column("created_by", String(64)),
 )
 Index("ix_tournaments_next_run", tournaments.c.next_run_at)
 
@@ -107,6 +112,8 @@ judgements = Table(
     # both orders never takes a single-order judgement. NULL: the order does not matter
     # (criteria that score outputs alone, imports).
     Column("order_policy", String(8)),
+    # Human votes: the name of the API key that filed it; NULL for everything else.
+    Column("created_by", String(64)),
 )
 Index("ix_judgements_judge", judgements.c.judge)
 Index("ix_judgements_match", judgements.c.match_id)
@@ -247,3 +254,19 @@ match_waits = Table(
     Column("custom_id", String(64), primary_key=True),
 )
 Index("ix_match_waits_request", match_waits.c.custom_id)
+
+# API keys an admin issued (`service.auth`): only the SHA-256 of the secret is kept, with its first
+# characters (`prefix`) to recognise it by; `scopes` is a comma-separated list (submit, vote, run,
+# admin; empty: reads only). A revoked key keeps its row (and its name, which writes record).
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("scopes", String(255), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("created_by", String(64)),
+    Column("revoked_at", Float),
+)

@@ -15,6 +15,7 @@ from leaderboard.keys import content_hash
 from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 
 from . import schema as s
+from .api_keys import WRITER
 from .base import Conflict, Database, NewSubmission, submission_of
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
@@ -65,6 +66,7 @@ class Submissions(Database):
                             question_hash=q_hash,
                             metadata=json.dumps(item.metadata, sort_keys=True),
                             created_at=now,
+                            created_by=WRITER.get(),
                         )
                     ).inserted_primary_key[0]
                     results.append((int(new_id), True))
@@ -99,6 +101,7 @@ class Submissions(Database):
                 "output": r.output,
                 "metadata": json.loads(r.metadata),
                 "created_at": r.created_at,
+                "created_by": r.created_by,
             }
             for r in rows
         ]

@@ -17,6 +17,7 @@ from leaderboard.spec import RunSpec
 from leaderboard.types import Pair
 
 from . import schema as s
+from .api_keys import WRITER
 from .base import ACTIVE, Database, NotFound, RetryRefused, stop_run
 from .batches import batch_progress
 
@@ -57,6 +58,7 @@ class Tournaments(Database):
                         stopped_reason=None if pairs else stopped_reason,
                         delivery=spec.delivery.value,
                         mode=spec.mode.value,
+                        created_by=WRITER.get() if parent_id is None else _created_by(conn, parent_id),
                     )
                 ).inserted_primary_key[0]
             )
@@ -306,6 +308,11 @@ def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
     return spend
 
 
+def _created_by(conn: Connection, tournament_id: int) -> str | None:
+    """Who created a tournament (its scheduled runs record the same)."""
+    return conn.execute(select(s.tournaments.c.created_by).where(s.tournaments.c.id == tournament_id)).scalar()
+
+
 def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float,
                      batches: dict | None = None) -> dict:
     spec = RunSpec.from_json(row.spec)
@@ -334,6 +341,7 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, s
         "schedule": row.schedule,
         "next_run_at": row.next_run_at,
         "parent_id": row.parent_id,
+        "created_by": row.created_by,
     }
     if runs is not None:
         view["runs"] = runs

@@ -21,6 +21,7 @@ from leaderboard.types import Mode, Submission, Winner
 from leaderboard.votes import CRITERIA, TEMPLATE_VERSION, Ballot, Vote
 
 from . import schema as s
+from .api_keys import WRITER
 from .base import Conflict, Database, submission_of
 
 CHUNK = 500  # values per IN (...) clause: well under every backend's bound-parameter limit
@@ -118,7 +119,7 @@ class Votes(Database):
             {"key": v.key, "judge": v.judge, "criteria": CRITERIA, "template_version": TEMPLATE_VERSION,
              "a_id": v.a.id, "b_id": v.b.id, "a_hash": content_hash(v.a.output), "outcome": v.outcome.value,
              "consistent": True, "calls": json.dumps([v.call()]), "input_tokens": 0, "output_tokens": 0,
-             "cost_usd": 0.0, "created_at": now}
+             "cost_usd": 0.0, "created_at": now, "created_by": WRITER.get()}
             for v in votes
         ])
         ids: dict[str, int] = {}
