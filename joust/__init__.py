@@ -23,9 +23,9 @@ from .errors import (
     Unreachable,
     WaitTimeout,
 )
-from .types import DryRun, Tournament, TournamentStatus, Verdict, Vote
+from .types import DryRun, SubmissionRef, Tournament, TournamentStatus, Verdict, Vote
 
 __all__ = [
-    "AuthError", "Client", "Conflict", "DryRun", "Invalid", "JoustError", "NotFound", "ServerError", "TooLarge",
+    "AuthError", "Client", "Conflict", "DryRun", "Invalid", "JoustError", "NotFound", "ServerError", "SubmissionRef", "TooLarge",
     "Tournament", "TournamentRef", "TournamentStatus", "Unreachable", "Verdict", "Vote", "WaitTimeout",
 ]  # fmt: skip

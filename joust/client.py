@@ -23,9 +23,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import JoustError, Unreachable, WaitTimeout, error_for
-from .frames import judgements_frame, judges_frame, leaderboard_frame, records_of, submissions_frame
+from .frames import (
+    judgements_frame,
+    judges_frame,
+    leaderboard_frame,
+    records_of,
+    submissions_frame,
+)
 from .progress import Bar, Progress
-from .types import DryRun, Tournament, Verdict, Vote
+from .types import DryRun, SubmissionRef, Tournament, Verdict, Vote
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -143,9 +149,14 @@ class Client:
         output raises Conflict and its batch stores nothing; batches sent before it stay stored,
         so fix the row and submit everything again. An error raised for a batch has `rows`, the
         rows it held: the API's `submissions[i]` is row `rows[i]`."""
+        return [ref.id for ref in self.submit_refs(rows, metadata=metadata)]
+
+    def submit_refs(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
+                    metadata: Sequence[str] = ()) -> list[SubmissionRef]:
+        """`submit`, with each row's `created` flag beside its id (False: the row was stored already)."""
         records = records_of(rows, metadata)
         encoded = [json.dumps(r, ensure_ascii=False, default=_json_default).encode("utf-8") for r in records]
-        ids: list[int] = []
+        refs: list[SubmissionRef] = []
         size, start = self.batch_size, 0
         while start < len(records):
             end, length = start + 1, len(encoded[start]) + 2
@@ -160,9 +171,9 @@ class Client:
                     continue
                 exc.rows = range(start, end)
                 raise
-            ids.extend(int(ref["id"]) for ref in answer["submissions"])
+            refs.extend(SubmissionRef(int(ref["id"]), bool(ref.get("created", False))) for ref in answer["submissions"])
             start = end
-        return ids
+        return refs
 
     def submissions(self, *, model: str | None = None, scenario: str | None = None,
                     question_id: str | None = None) -> pd.DataFrame:
@@ -227,6 +238,27 @@ class Client:
     def status(self, tournament: TournamentRef) -> Tournament:
         """The tournament as it stands now (`GET /api/tournaments/{id}`)."""
         return Tournament.from_json(self._request("GET", f"/api/tournaments/{tournament_id(tournament)}"))
+
+    def tournaments(self) -> list[Tournament]:
+        """Every tournament (all pages), newest first (`GET /api/tournaments`)."""
+        found: list[Tournament] = []
+        while True:
+            page = self._request("GET", "/api/tournaments", params={"limit": PAGE, "offset": len(found)})
+            found.extend(Tournament.from_json(t) for t in page["tournaments"])
+            if len(page["tournaments"]) < PAGE:
+                return found
+
+    def cancel(self, tournament: TournamentRef) -> Tournament:
+        """Cancel the matches not yet judged and stop its schedule; the tournament as it stands then."""
+        return Tournament.from_json(self._request("POST", f"/api/tournaments/{tournament_id(tournament)}/cancel"))
+
+    def retry(self, tournament: TournamentRef) -> Tournament:
+        """Hand a finished run's failed matches out again (Conflict while it runs or when nothing
+        failed); the tournament as it stands then, with `extra["retried"]` the matches handed out."""
+        tid = tournament_id(tournament)
+        answer = self._request("POST", f"/api/tournaments/{tid}/retry")
+        view = self._request("GET", f"/api/tournaments/{tid}")
+        return Tournament.from_json({**view, "retried": answer.get("retried")})
 
     def wait(self, tournament: TournamentRef, progress: bool | TextIO = True, poll: float = 1.0,
              timeout: float | None = None) -> Tournament:

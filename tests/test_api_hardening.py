@@ -17,6 +17,7 @@ from service.cli import main
 from service.config import JudgeEndpoint, Settings
 from service.cron import next_due_within
 from tests.api_fixtures import API_KEY, MakeClient, store_of
+from tests.serving import serving
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 JSON = {**AUTH, "Content-Type": "application/json"}
@@ -295,8 +296,10 @@ def test_a_judge_with_its_credentials_is_accepted(make_client: MakeClient, chang
 def test_the_cli_refuses_a_judge_without_credentials(
     api_settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "JOUST_JUDGE_ENDPOINTS", "DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("JOUST_DATA_DIR", str(api_settings.data_dir))
-    assert main(["tournament", "create", "--dry-run", "--judge", "anthropic/claude-haiku-4-5"]) == 2
-    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    """The CLI asks the server (over a socket), whose judge has no credentials: exit 2, its words."""
+    monkeypatch.setenv("JOUST_API_KEY", api_settings.api_key or "")
+    with serving(api_settings.with_(anthropic_api_key=None, openai_api_key=None, openai_base_url=None,
+                                    judge_endpoints={})) as url:
+        assert main(["tournament", "create", "--dry-run", "--judge", "anthropic/claude-haiku-4-5", "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("joust tournament create: judge: ") and "ANTHROPIC_API_KEY" in err

@@ -8,17 +8,12 @@ import io
 import json
 import math
 import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from joust import (
@@ -36,11 +31,11 @@ from joust import (
     WaitTimeout,
 )
 from joust.progress import usd
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fake_policies import Decide
+from tests.serving import serving
 from tests.worker_fixtures import work
 
 KEY = "test-key"
@@ -434,26 +429,6 @@ def test_a_vote_is_stored_once_and_feeds_judge_health(api: Client, client: TestC
 
 
 # ---- over a socket --------------------------------------------------------------------------
-
-
-@contextmanager
-def serving(settings: Settings) -> Iterator[str]:
-    """The app under a real uvicorn server on a free loopback port, on a thread of this process."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
 
 
 def test_the_client_over_a_real_socket(api_settings: Settings, env: Settings, db: Store) -> None:

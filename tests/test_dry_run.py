@@ -19,6 +19,7 @@ from service.cli import main
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic, prefer
+from tests.serving import serving
 from tests.test_jobs import work
 
 KEY = "test-key"
@@ -133,17 +134,21 @@ def test_a_dry_run_is_validated_and_authenticated_like_a_run(client: TestClient,
 
 
 def test_the_cli_dry_run_agrees_with_the_api(
-    client: TestClient, env: Settings, capsys: pytest.CaptureFixture
+    client: TestClient, env: Settings, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api = dry(client, models=["a", "b", "c"])
-    assert main(["tournament", "create", "--dry-run", "--model", "a", "--model", "b", "--model", "c"]) == 0
-    assert json.loads(capsys.readouterr().out) == api
-    assert nothing_created(client, env)
-    assert main(["tournament", "create", "--budget", "0"]) == 2
-    assert "budget: Input should be greater than 0" in capsys.readouterr().err
-    assert main(["tournament", "create", "--dry-run", "--judge", "offline/x"]) == 2
-    assert "judge: unknown offline judge 'offline/x' (known: offline/rubric)" in capsys.readouterr().err
-    assert main(["tournament", "create", "--name", "from-cli", "--order", "single"]) == 0
-    created = json.loads(capsys.readouterr().out)
-    assert (created["matches_total"], created["queued"]) == (9, True)
-    assert client.get(f"/api/tournaments/{created['id']}").json()["name"] == "from-cli"
+    # The CLI talks to a server over HTTP: this app on a loopback socket, its key in the environment.
+    with serving(env.with_(api_key=KEY)) as url:
+        monkeypatch.setenv("JOUST_URL", url)
+        monkeypatch.setenv("JOUST_API_KEY", KEY)
+        assert main(["tournament", "create", "--dry-run", "--model", "a", "--model", "b", "--model", "c"]) == 0
+        assert json.loads(capsys.readouterr().out) == api
+        assert nothing_created(client, env)
+        assert main(["tournament", "create", "--budget", "0"]) == 2
+        assert "budget: Input should be greater than 0" in capsys.readouterr().err
+        assert main(["tournament", "create", "--dry-run", "--judge", "offline/x"]) == 2
+        assert "judge: unknown offline judge 'offline/x' (known: offline/rubric)" in capsys.readouterr().err
+        assert main(["tournament", "create", "--name", "from-cli", "--order", "single"]) == 0
+        created = json.loads(capsys.readouterr().out)
+        assert (created["matches_total"], created["queued"]) == (9, True)
+        assert client.get(f"/api/tournaments/{created['id']}").json()["name"] == "from-cli"

@@ -24,6 +24,7 @@ from service import exporters
 from service.cli import main
 from service.importers.battles import load_battles
 from service.store import NewJudgement, NewSubmission, Store
+from tests.required import require_module
 
 X, Y = "anthropic/claude-x", "anthropic/claude-y"
 A, B, TIE = Winner.A, Winner.B, Winner.TIE
@@ -125,11 +126,13 @@ def comparable(rows: list[dict]) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 def test_export_then_import_into_an_empty_store_keeps_every_board_and_health_figure(
     store_url: str, empty_url: str, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
+    if fmt == "parquet":
+        require_module("pyarrow", "pyarrow")
     source = Store(store_url)
     live_like(source, tmp_path)
     health = source.judge_health()

@@ -26,6 +26,7 @@ from pathlib import Path
 from leaderboard.health import HUMAN_PREFIX
 from leaderboard.keys import content_hash
 from leaderboard.types import PLACEHOLDER_OUTPUT
+from service.progress import tracked
 from service.store import NewSubmission, Store
 from service.store.imports import TEMPLATE_VERSION, ImportedJudgement, ImportSession
 
@@ -78,14 +79,15 @@ def _filed(name: str, human: bool) -> str:
     return name if name.startswith(JUDGE_PREFIX) else JUDGE_PREFIX + name
 
 
-def parse_battles(path: Path, fmt: str | None = None) -> BattleFile:
-    """Every row of a battle file, validated; raises ImportFormatError naming the line."""
+def parse_battles(path: Path, fmt: str | None = None, *, progress: bool = False) -> BattleFile:
+    """Every row of a battle file, validated; raises ImportFormatError naming the line.
+    `progress` counts the rows read on a bar on stderr."""
     fmt = detect_format(path, fmt)
     if fmt in ("csv", "tsv") and path.is_file():
         _check_header(path, csv_header(path, "\t" if fmt == "tsv" else ","))
     columns: set[str] = set()
     rows = []
-    for record in read_records(path, fmt):
+    for record in tracked(read_records(path, fmt), show=progress, desc=f"reading {path.name}"):
         columns.update(record.fields)
         rows.append(read_row(path, record))
     if not rows:
@@ -102,13 +104,14 @@ def _check_header(path: Path, header: list[str]) -> None:
 
 
 def load_battles(
-    store: Store, path: Path, *, judge: str | None = None, fmt: str | None = None, human: bool = False
+    store: Store, path: Path, *, judge: str | None = None, fmt: str | None = None, human: bool = False,
+    progress: bool = False,
 ) -> ImportSummary:
     """Import a battle file in one transaction: submissions, then one judgement per row;
     `human` files the verdicts as human votes and matches them to stored submissions."""
     started = time.perf_counter()
     path = Path(path)
-    parsed = parse_battles(path, fmt)
+    parsed = parse_battles(path, fmt, progress=progress)
     rows = parsed.rows
     fallback = battle_judge(path, judge, human=human)
     judges = [row_judge(row, human=human) if row.judge and not judge else fallback for row in rows]
