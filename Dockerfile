@@ -17,8 +17,8 @@ ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 
 # Dependencies change less often than the code: install them in their own layer first.
 COPY pyproject.toml README.md ./
-RUN mkdir -p leaderboard workers service \
-    && touch leaderboard/__init__.py workers/__init__.py service/__init__.py \
+RUN mkdir -p leaderboard workers service joust \
+    && touch leaderboard/__init__.py workers/__init__.py service/__init__.py joust/__init__.py \
     && case ",${JOUST_EXTRAS}," in *,factsim,*) pip install torch==2.13.0 --index-url "${TORCH_INDEX}";; esac \
     && pip install ".[${JOUST_EXTRAS}]" \
     && pip uninstall -y joust
@@ -26,6 +26,7 @@ RUN mkdir -p leaderboard workers service \
 COPY leaderboard ./leaderboard
 COPY workers ./workers
 COPY service ./service
+COPY joust ./joust
 RUN pip install --no-deps . \
     && useradd --system --create-home --uid 10001 joust \
     && mkdir -p /data \
