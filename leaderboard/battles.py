@@ -174,10 +174,21 @@ class PairCounts:
         wins, ties = (np.rint(counts[c]).astype(np.int64) for c in (WINS, TIES))
         return cls(players, counts[POINTS], counts[W2], counts[W2S], counts[W2SS], wins, ties)
 
+    @classmethod
+    def empty(cls) -> PairCounts:
+        """No players, no battles."""
+        return cls.from_stack([], np.zeros((CHANNELS, 0, 0)))
+
     @property
     def games(self) -> np.ndarray:
         """Judgements between i and j (symmetric, int)."""
         return self.wins + self.wins.T + self.ties
+
+    def take(self, index: np.ndarray) -> PairCounts:
+        """The counts among the players at `index` (ascending, so they stay in name order)."""
+        cells = np.ix_(index, index)
+        return PairCounts([self.players[i] for i in index], *(matrix[cells] for matrix in (
+            self.points, self.w2, self.w2s, self.w2ss, self.wins, self.ties)))
 
 
 def pair_counts(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> PairCounts:

@@ -4,23 +4,47 @@ Bradley-Terry orders the board because it is order-free (the same judgements giv
 board however they arrived); online Elo rides along as the live, order-dependent number.
 `build_board` counts through a `Tally`, the same aggregate a service keeps up to date
 incrementally, so a board built from scratch and one built battle by battle are the same.
+Players the verdicts never linked, directly or through others, are fitted and ranked apart
+(`leaderboard.components`): a board is a list of components, each best first.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping
 
 from .battles import BattleLike
+from .ranks import rank_intervals
 from .tally import Tally
 from .types import Rating
 
 
 def build_board(battles: Iterable[BattleLike], *, k: float = 32.0) -> list[Rating]:
-    """Rows best first (rating descending, then player name); no battles, no rows.
+    """Rows by component (1 = the largest), best first within one (rating descending, then
+    player name); no battles, no rows.
 
-    rating/ci_low/ci_high: Bradley-Terry with the default ridge and a 95% closed-form interval;
-    elo: online Elo with factor `k`, battles in the given order; wins/losses/ties/matches:
-    counted judgements. `extra` holds `rank`, `rank_low`, `rank_high`, `points`, `win_rate`.
+    rating/ci_low/ci_high: Bradley-Terry with the default ridge and a 95% closed-form interval,
+    fitted per component; elo: online Elo with factor `k`, battles in the given order;
+    wins/losses/ties/matches: counted judgements. `extra` holds `component`, `rank`, `rank_low`,
+    `rank_high` (ranks within the component), `points`, `win_rate`.
     """
     tally = Tally(k=k)
     tally.add(battles)
     return tally.board()
+
+
+def with_intervals(rows: Iterable[Rating], intervals: Mapping[str, tuple[float, float]]) -> list[Rating]:
+    """The rows with other (low, high) intervals (e.g. bootstrap ones) and the rank ranges those
+    allow within each component; ratings, order and ranks stay. A player missing from
+    `intervals` keeps none (NaN bounds: any rank in its component)."""
+    nan = float("nan")
+    rows = [dataclasses.replace(r, ci_low=intervals.get(r.player, (nan, nan))[0],
+                                ci_high=intervals.get(r.player, (nan, nan))[1], extra=dict(r.extra))
+            for r in rows]
+    by_component: dict[object, dict[str, tuple[float, float]]] = {}
+    for r in rows:
+        by_component.setdefault(r.extra.get("component", 1), {})[r.player] = (r.ci_low, r.ci_high)
+    ranks = {component: rank_intervals(bounds) for component, bounds in by_component.items()}
+    for r in rows:
+        low, high = ranks[r.extra.get("component", 1)][r.player]
+        r.extra.update(rank_low=low, rank_high=high)
+    return rows

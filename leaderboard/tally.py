@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .battles import CHANNELS, BattleLike, PairCounts, accumulate, unpack
+from .components import components
 from .ranks import rank_intervals
 from .ratings import apply_elo, bradley_terry_intervals
 from .standings import standings
@@ -85,9 +86,10 @@ class Tally:
         """Online Elo so far, by player name (as `online_elo` returns it)."""
         return dict(sorted(self._elo.items()))
 
-    def board(self) -> list[Rating]:
-        """The leaderboard rows, best first; see `leaderboard.board.build_board`."""
-        rows = board_from_counts(self.counts(), self._elo, start=self._fitted)
+    def board(self, counts: PairCounts | None = None) -> list[Rating]:
+        """The leaderboard rows, best first; see `leaderboard.board.build_board`. `counts`: this
+        tally's `counts()`, when the caller already holds them (a board served with its matrix)."""
+        rows = board_from_counts(self.counts() if counts is None else counts, self._elo, start=self._fitted)
         self._fitted = {row.player: row.rating for row in rows}
         return rows
 
@@ -104,14 +106,30 @@ class Tally:
 def board_from_counts(
     counts: PairCounts, elo: dict[str, float], *, start: Mapping[str, float] | None = None
 ) -> list[Rating]:
-    """Rows best first (rating descending, then name), from pair counts and live Elo.
+    """Rows by component (1 = the largest, see `leaderboard.components`), best first within one
+    (rating descending, then name), from pair counts and live Elo.
 
-    rating/ci_low/ci_high: Bradley-Terry, default ridge, 95% closed-form (Fisher) interval;
-    `extra`: `rank` (1-based position), `rank_low`/`rank_high` (best and worst rank the
-    intervals allow, see `leaderboard.ranks`), `points` (wins + ½ ties) and `win_rate`.
+    Each component is fitted on its own: rating/ci_low/ci_high are Bradley-Terry with the
+    default ridge and a 95% closed-form (Fisher) interval, the component's mean player at 1000,
+    so ratings compare within a component only. `extra`: `component`, `rank` (1-based position
+    within the component), `rank_low`/`rank_high` (best and worst rank there the intervals allow,
+    see `leaderboard.ranks`), `points` (wins + ½ ties) and `win_rate`.
     """
     if not counts.players:
         return []
+    labels = components(counts.games)
+    if labels.max() == 1:  # the usual case: one piece, no copies
+        return _component_rows(counts, elo, start, 1)
+    rows: list[Rating] = []
+    for piece in range(1, int(labels.max()) + 1):
+        rows += _component_rows(counts.take(np.flatnonzero(labels == piece)), elo, start, piece)
+    return rows
+
+
+def _component_rows(
+    counts: PairCounts, elo: dict[str, float], start: Mapping[str, float] | None, component: int
+) -> list[Rating]:
+    """The rows of one connected component, best first."""
     fitted = bradley_terry_intervals(counts, confidence=0.95, start=start)
     records = standings(counts).records
     ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
@@ -133,6 +151,7 @@ def board_from_counts(
                 ties=record.ties,
                 matches=record.matches,
                 extra={
+                    "component": component,
                     "rank": position,
                     "rank_low": ranks[player][0],
                     "rank_high": ranks[player][1],

@@ -9,11 +9,15 @@ always sees it, and a row is never added twice: the store hands out rows by reso
 with the seq it read up to. Boards are memoised per level until the seq moves, so repeated
 requests at one revision cost the revision read and nothing else.
 
-Filters: a judge on its own is a stream of its own (the same incremental path, a few kept in an
-LRU). A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch
-when the revision moves and a few are kept in an LRU keyed by (level, filters). So is a board
+Every board served holds one judge's verdicts (`leaderboard.judges`): `judged` chooses the judge
+from the roster of judges with verdicts (`service.judge_roster`, kept current the same way) and
+serves that judge's board. A judge is a stream of its own (the same incremental path, a few kept
+in an LRU); the stream of all judges at once (`judge=None`) is for callers inside joust only.
+A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch when the
+revision moves and a few are kept in an LRU keyed by (level, filters). So is a board
 by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
-calls at read time.
+calls at read time, and so is a board with bootstrap intervals (`bootstrapped`: it resamples the
+questions, which the tallies do not keep), computed once per revision with a fixed seed.
 
 Judge health, for the page and GET /api/judges, is cached apart: `service.judge_health_cache`.
 """
@@ -22,15 +26,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
-from leaderboard.battles import BattleLike
+import numpy as np
+
+from leaderboard.battles import BattleLike, PairCounts
+from leaderboard.board import with_intervals
+from leaderboard.components import component_bootstrap
 from leaderboard.effects import Effects, fit_effects
+from leaderboard.judges import JudgeChoice, choose_judge
 from leaderboard.players import SideRow, player_of
 from leaderboard.tally import Tally
 from leaderboard.types import Level, Rating
+from service.judge_roster import OverallRoster, Roster, tournament_roster
+from service.revisioned import Lru
 from service.store import Store
 
 log = logging.getLogger(__name__)
@@ -39,16 +49,36 @@ LEVELS = (Level.MODEL, Level.SCENARIO, Level.SYSTEM)
 CHUNK = 100_000  # rows read per query while catching up, to bound memory on a cold start
 STREAMS = 8  # judge-filtered streams kept
 FILTERED = 32  # tournament-filtered boards and effect fits kept
+BOOTSTRAP_ROUNDS = 200  # resamples of the questions behind a board's bootstrap intervals
+BOOTSTRAP_SEED = 0  # the same judgements always give the same bootstrap intervals
 
 
 @dataclass(frozen=True)
 class Board:
-    """A leaderboard, how many judgements it counts, and the revision it includes everything up to."""
+    """A leaderboard, how many judgements it counts, and the revision it includes everything up to.
+
+    `counts`: the pair counts it was fitted on, players in name order (the win-rate and battle
+    matrices), when it was fitted rather than assembled another way (an anchored board)."""
 
     level: Level
     rows: list[Rating]
     judgements: int
     revision: int
+    counts: PairCounts | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Bootstrapped:
+    """A board whose intervals and rank ranges come from resampling questions: `rounds`
+    resamples drawn with `seed`, within each component."""
+
+    board: Board
+    rounds: int
+    seed: int
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
 
 
 @dataclass(frozen=True)
@@ -100,7 +130,19 @@ def board_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision
     tally = Tally(k=k)
     battles = Players().battles(rows)[level]
     tally.add(battles)
-    return Board(level=level, rows=tally.board(), judgements=len(battles), revision=revision)
+    counts = tally.counts()
+    return Board(level=level, rows=tally.board(counts), judgements=len(battles), revision=revision, counts=counts)
+
+
+def bootstrap_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision: int) -> Bootstrapped:
+    """A board from scratch with bootstrap intervals (`BOOTSTRAP_ROUNDS` rounds, `BOOTSTRAP_SEED`)."""
+    battles = Players().battles(rows)[level]
+    tally = Tally(k=k)
+    tally.add(battles)
+    counts = tally.counts()
+    intervals = component_bootstrap(battles, np.random.default_rng(BOOTSTRAP_SEED), rounds=BOOTSTRAP_ROUNDS)
+    board = Board(level, with_intervals(tally.board(counts), intervals), len(battles), revision, counts)
+    return Bootstrapped(board, BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED)
 
 
 class Stream:
@@ -126,8 +168,9 @@ class Stream:
                 self._catch_up()
             board = self._boards.get(level)
             if board is None:
-                rows = self._tallies[level].board()
-                board = self._boards[level] = Board(level, rows, self._tallies[level].battles, self.seq)
+                tally = self._tallies[level]
+                counts = tally.counts()
+                board = self._boards[level] = Board(level, tally.board(counts), tally.battles, self.seq, counts)
             return board
 
     def _catch_up(self) -> None:
@@ -147,46 +190,8 @@ class Stream:
             raise
 
 
-class Revisioned(Protocol):
-    """A result that knows the revision it includes everything up to."""
-
-    @property
-    def revision(self) -> int: ...
-
-
-R = TypeVar("R", bound=Revisioned)
-
-
-class Lru(Generic[R]):
-    """Results by key, each tagged with its revision; the least recently used go past `size`."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[Hashable, R] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, revision: int) -> R | None:
-        """The entry if it includes everything up to `revision`."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is None or item.revision < revision:
-                return None
-            self._items.move_to_end(key)
-            return item
-
-    def put(self, key: Hashable, item: R) -> None:
-        """Keep `item` unless a thread that finished first left a newer one."""
-        with self._lock:
-            old = self._items.get(key)
-            if old is None or old.revision <= item.revision:
-                self._items[key] = item
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-
 class BoardCache:
-    """Current boards for the API and the page: incremental overall, cached by revision otherwise.
+    """Current boards for the API and the page: incremental per judge, cached by revision otherwise.
 
     Thread-safe: FastAPI runs sync routes in a thread pool, and a background thread may warm it.
     """
@@ -194,25 +199,90 @@ class BoardCache:
     def __init__(self, store: Store, k: float) -> None:
         self.store = store
         self.k = k
-        self._overall = Stream(store, k)
-        self._streams: OrderedDict[str, Stream] = OrderedDict()  # by judge, least recent first
+        self._streams: OrderedDict[str | None, Stream] = OrderedDict()  # by judge, least recent first
         self._lock = threading.Lock()
+        self._roster = OverallRoster(store)
+        self._rosters: Lru[Roster] = Lru(FILTERED)  # by tournament
         self._filtered: Lru[Board] = Lru(FILTERED)
+        self._bootstraps: Lru[Bootstrapped] = Lru(FILTERED)
+        self._bootstrap_lock = threading.Lock()  # one resampling at a time: it takes seconds on big boards
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
-        self._latest_effects: EffectsAt | None = None  # overall, for the page
+        self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
         self._refit: threading.Thread | None = None
+
+    def choose(self, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
+        """The judge of a board on this scope: `judge` if it has verdicts there, else the one
+        `leaderboard.judges.choose_judge` picks. NotFound for an unknown tournament;
+        `leaderboard.judges.UnknownJudge` for a named judge without verdicts there."""
+        if tournament_id is not None:
+            self.store.get_tournament(tournament_id)
+        return self._choose(tournament_id, judge, self.store.revision())
+
+    def judged(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None,
+    ) -> tuple[JudgeChoice, Board]:
+        """The judge chosen as `choose` does, and that judge's board (empty when no judge has
+        verdicts), current as of this call."""
+        if tournament_id is not None:
+            self.store.get_tournament(tournament_id)
+        revision = self.store.revision()
+        choice = self._choose(tournament_id, judge, revision)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, revision, PairCounts.empty())
+        return choice, self._board_at(level, tournament_id, choice.judge, dimension, revision)
 
     def board(
         self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
         dimension: str | None = None,
     ) -> Board:
-        """The board for these filters, current as of this call; NotFound for an unknown tournament.
+        """The board for exactly these filters, current as of this call; NotFound for an unknown
+        tournament. `judge=None` pools every judge: for joust's own checks, never served (the
+        API and the page serve `judged`).
 
         With `dimension`, the board ranks by that dimension of the `dimensions` judgements only,
         rebuilt from scratch when the revision moves (like a tournament's board)."""
         if tournament_id is not None:
             self.store.get_tournament(tournament_id)
-        revision = self.store.revision()
+        return self._board_at(level, tournament_id, judge, dimension, self.store.revision())
+
+    def bootstrapped(
+        self, level: Level, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
+    ) -> Bootstrapped:
+        """One judge's board with bootstrap intervals, computed once per revision (questions
+        resampled `BOOTSTRAP_ROUNDS` times with `BOOTSTRAP_SEED`, within each component), so
+        the same judgements always give the same numbers."""
+        if tournament_id is not None:
+            self.store.get_tournament(tournament_id)
+        key = (level, tournament_id, judge, dimension)
+        with self._bootstrap_lock:
+            revision = self.store.revision()
+            cached = self._bootstraps.get(key, revision)
+            if cached is not None:
+                return cached
+            if dimension is not None:
+                rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
+            elif tournament_id is not None:
+                rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+            else:  # the rows and the revision they include, read together
+                rows, revision = self.store.side_rows_since(0, judge=judge)
+            result = bootstrap_from_rows(rows, level, k=self.k, revision=revision)
+            self._bootstraps.put(key, result)
+            return result
+
+    def _choose(self, tournament_id: int | None, judge: str | None, revision: int) -> JudgeChoice:
+        if tournament_id is None:
+            roster = self._roster.at(revision)
+        else:
+            cached = self._rosters.get(tournament_id, revision)
+            roster = cached if cached is not None else tournament_roster(self.store, tournament_id)
+            if cached is None:
+                self._rosters.put(tournament_id, roster)
+        return choose_judge(roster.judges, judge)
+
+    def _board_at(
+        self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None, revision: int
+    ) -> Board:
         if dimension is not None:
             return self._dimension_board(level, dimension, tournament_id, judge, revision)
         if tournament_id is None:
@@ -239,7 +309,8 @@ class BoardCache:
         return board
 
     def effects(self, *, tournament_id: int | None = None, judge: str | None = None) -> EffectsAt:
-        """Model and scenario effects over the filtered judgements, refitted when the revision moves."""
+        """Model and scenario effects over the filtered judgements, refitted when the revision
+        moves (`judge=None` pools every judge: for joust's own checks, like `board`)."""
         if tournament_id is not None:
             self.store.get_tournament(tournament_id)
         revision = self.store.revision()
@@ -250,49 +321,53 @@ class BoardCache:
         rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
         fitted = EffectsAt(fit_effects(rows), revision)
         self._effects.put(key, fitted)
-        if key == (None, None):
+        if tournament_id is None:
             with self._lock:
-                if self._latest_effects is None or self._latest_effects.revision < revision:
-                    self._latest_effects = fitted
+                latest = self._latest_effects.get(judge)
+                if latest is None or latest.revision < revision:
+                    self._latest_effects[judge] = fitted
+                    self._latest_effects.move_to_end(judge)
+                    while len(self._latest_effects) > STREAMS:
+                        self._latest_effects.popitem(last=False)
         return fitted
 
-    def effects_soon(self, wait_s: float = 1.0) -> EffectsAt | None:
-        """The overall effects for the page: current when they can be fitted within `wait_s`,
-        else the last fit (its revision says how old; None before the first) while the refit
-        goes on in the background. Why: the fit reads every judgement (seconds at a million),
-        and the page must not wait for it; the boards themselves are always current.
+    def effects_soon(self, wait_s: float = 1.0, *, judge: str | None = None) -> EffectsAt | None:
+        """One judge's effects over all tournaments, for the page: current when they can be
+        fitted within `wait_s`, else the last fit (its revision says how old; None before the
+        first) while the refit goes on in the background. Why: the fit reads every judgement of
+        the judge (seconds at a million), and the page must not wait for it; the boards
+        themselves are always current.
         """
         revision = self.store.revision()
         with self._lock:
-            latest = self._latest_effects
+            latest = self._latest_effects.get(judge)
             if latest is not None and latest.revision >= revision:
                 return latest
             if self._refit is None or not self._refit.is_alive():
-                self._refit = threading.Thread(target=self._fit_overall, name="joust-effects", daemon=True)
+                self._refit = threading.Thread(target=self._fit_latest, args=(judge,), name="joust-effects",
+                                               daemon=True)
                 self._refit.start()
             refit = self._refit
         refit.join(wait_s)
         with self._lock:
-            return self._latest_effects
+            return self._latest_effects.get(judge)
 
-    def _fit_overall(self) -> None:
+    def _fit_latest(self, judge: str | None) -> None:
         try:
-            self.effects()
+            self.effects(judge=judge)
         except Exception:  # the page keeps the previous fit; the API reports the error
             log.exception("fitting the model and scenario effects failed")
 
     def warm(self) -> None:
-        """Build the overall boards now, so the first request does not pay for a cold start."""
+        """Build the default judge's boards now, so the first request does not pay for a cold start."""
         try:
             for level in Level:
-                self.board(level)
+                self.judged(level)
         except Exception:  # a failed warm-up only means the first request builds the board
             log.exception("warming the leaderboard cache failed")
 
     def _stream(self, judge: str | None) -> Stream:
-        """The overall stream, or a judge's (made on first use; the least recent beyond STREAMS go)."""
-        if judge is None:
-            return self._overall
+        """A judge's stream, or all judges' (made on first use; the least recent beyond STREAMS go)."""
         with self._lock:
             stream = self._streams.get(judge)
             if stream is None:

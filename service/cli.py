@@ -152,6 +152,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write judgements or a board as CSV, JSONL or Parquet, to stdout or -o FILE."""
+    from leaderboard.judges import ChosenBy, UnknownJudge
+
     from . import exporters
     from .store import NotFound
 
@@ -162,10 +164,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             rows = exporters.judgement_rows(store, tournament_id=args.tournament, judge=args.judge)
             write = exporters.write_judgements
         else:
-            rows = exporters.board_rows(store, exporters.LEVELS[args.by], k=settings.elo_k,
-                                        tournament_id=args.tournament, judge=args.judge)
+            choice = exporters.board_judge(store, tournament_id=args.tournament, judge=args.judge)
+            rows = [] if choice.judge is None else exporters.board_rows(
+                store, exporters.LEVELS[args.by], k=settings.elo_k, tournament_id=args.tournament, judge=choice.judge)
+            if choice.chosen_by is not ChosenBy.NAMED:  # say whose board it is; stdout holds only the board
+                others = ", ".join(o.judge for o in choice.others) or "none"
+                print(f"joust export: the board of judge {choice.judge} ({choice.chosen_by.value}); "
+                      f"other judges (--judge): {others}", file=sys.stderr)
             write = exporters.write_board
-    except NotFound as exc:
+    except (NotFound, UnknownJudge) as exc:
         print(f"joust export: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -227,7 +234,10 @@ def _add_export_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     board.add_argument("--by", choices=["model", "scenario", "model+scenario", "system"], default="model")
     for parser in (judgements, board):
         parser.add_argument("--tournament", type=int, default=None, help="only this tournament and its runs")
-        parser.add_argument("--judge", default=None, metavar="SPEC", help="only this judge")
+        parser.add_argument("--judge", default=None, metavar="SPEC", help=(
+            "only this judge (`human`: every human voter)" if parser is judgements else
+            "this judge's board (`human`: every human voter); without it, the judge the API would show "
+            "(named on stderr): a board never pools judges"))
         parser.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv",
                             help="parquet needs pyarrow")
         parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

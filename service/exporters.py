@@ -22,6 +22,11 @@ CSV and JSONL are written row by row with the standard library, not through pand
 with bench/io.py, `DataFrame.to_csv` of the same cells is no faster, and `to_json` rounds floats
 (`double_precision` at most 15) and turns an integer column with a gap into floats, which would
 break the lossless round trip; Parquet, which needs a typed table, goes through pandas.
+
+A board is one judge's, as on the API (`leaderboard.judges`): `--judge` names it (`human` for
+every human voter together), else it is chosen by the API's rule and `joust export` says which on
+stderr. Its rows come by component of the comparison graph (`component`, 1 = the largest), best
+first within one, `rank` counting within the component, and each row names its `judge`.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO, TextIO
 
 from leaderboard.board import build_board
+from leaderboard.judges import JudgeChoice, choose_judge
 from leaderboard.players import battles_at_level
 from leaderboard.types import PLACEHOLDER_OUTPUT, Level
 from service.importers.columns import CALL_FIELDS, EXPORTED, TEXTS, WINNER_NAMES, cell
@@ -40,8 +46,8 @@ from service.progress import tracked
 from service.store import Store
 
 FORMATS = ("csv", "jsonl", "parquet")
-BOARD_COLUMNS = ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties", "matches",
-                 "points", "win_rate"]
+BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
+                 "matches", "points", "win_rate", "judge"]
 LEVELS = {"model": Level.MODEL, "scenario": Level.SCENARIO, "model+scenario": Level.SYSTEM, "system": Level.SYSTEM}
 
 
@@ -68,18 +74,27 @@ def _text(output: str) -> str | None:
     return None if output == PLACEHOLDER_OUTPUT else output
 
 
-def board_rows(
-    store: Store, level: Level, *, k: float, tournament_id: int | None = None, judge: str | None = None
-) -> list[dict]:
-    """The leaderboard at one level, best first, as the API computes it."""
+def board_judge(store: Store, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
+    """Whose board to export: `judge`, else the one the API would serve. NotFound for an unknown
+    tournament; `leaderboard.judges.UnknownJudge` for a judge without verdicts there."""
+    if tournament_id is not None:
+        store.get_tournament(tournament_id)
+    summaries, _ = store.judge_summaries(tournament_id=tournament_id)
+    return choose_judge(summaries, judge)
+
+
+def board_rows(store: Store, level: Level, *, k: float, judge: str, tournament_id: int | None = None) -> list[dict]:
+    """One judge's leaderboard at one level, by component and best first within one, as the API
+    computes it (`board_judge` says whose)."""
     if tournament_id is not None:
         store.get_tournament(tournament_id)  # NotFound for an unknown id
     battles = battles_at_level(store.side_rows(tournament_id=tournament_id, judge=judge), level)
     return [
-        {"rank": rank, "player": r.player, "rating": _finite(r.rating), "ci_low": _finite(r.ci_low),
-         "ci_high": _finite(r.ci_high), "elo": _finite(r.elo), "wins": r.wins, "losses": r.losses, "ties": r.ties, "matches": r.matches,
-         "points": _finite(r.extra.get("points")), "win_rate": _finite(r.extra.get("win_rate"))}
-        for rank, r in enumerate(build_board(battles, k=k), start=1)
+        {"component": r.extra["component"], "rank": r.extra["rank"], "player": r.player, "rating": _finite(r.rating),
+         "ci_low": _finite(r.ci_low), "ci_high": _finite(r.ci_high), "elo": _finite(r.elo), "wins": r.wins,
+         "losses": r.losses, "ties": r.ties, "matches": r.matches, "points": _finite(r.extra.get("points")),
+         "win_rate": _finite(r.extra.get("win_rate")), "judge": judge}
+        for r in build_board(battles, k=k)
     ]
 
 

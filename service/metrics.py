@@ -262,7 +262,9 @@ class TimedBoards:
     observed; any other attribute is the cache's own. A result newer than the last one served for
     the same arguments (or the first) was computed: cache "miss"."""
 
-    TIMED = ("board", "effects")
+    TIMED = {"board": "board", "judged": "board", "bootstrapped": "bootstrap", "effects": "effects"}
+    """The cache's methods timed, and the `what` label each is observed under (`judged` is a
+    board with the judge chosen for it)."""
 
     def __init__(self, boards: Any, histogram: Histogram) -> None:
         self._boards = boards
@@ -280,14 +282,15 @@ class TimedBoards:
             result = found(*args, **kwargs)
             elapsed = time.perf_counter() - started
             key = (name, args, tuple(sorted(kwargs.items())))
-            revision = getattr(result, "revision", None)
+            served = result[-1] if isinstance(result, tuple) else result  # judged: (choice, board)
+            revision = getattr(served, "revision", None)
             with self._lock:
                 miss = revision is None or self._seen.get(key, -1) < revision
                 if revision is not None:
                     if len(self._seen) > 4096:
                         self._seen.clear()
                     self._seen[key] = revision
-            self._histogram.labels(name, "miss" if miss else "hit").observe(elapsed)
+            self._histogram.labels(self.TIMED[name], "miss" if miss else "hit").observe(elapsed)
             return result
 
         return timed

@@ -33,7 +33,8 @@ from joust.types import DryRun, Tournament
 from .config import Settings
 from .processes import API_KEY_FILE
 
-BOARD_COLUMNS = ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties", "matches"]
+BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
+                 "matches"]
 LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "matches_done", "matches_failed",
                 "spent_usd", "created_at"]
 OUTPUTS = ("table", "csv", "json")

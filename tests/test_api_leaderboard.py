@@ -98,7 +98,8 @@ def test_ranks_models_by_the_planted_preference(client: TestClient, queue: Queue
     start(client)
     assert work(client, queue, by_strength("best", "mid", "low")) == 12
     body = board(client)
-    assert (body["by"], body["tournament"], body["judge"], body["judgements"]) == ("model", None, None, 12)
+    assert (body["by"], body["tournament"], body["judge"], body["judgements"]) == ("model", None, DEFAULT_JUDGE, 12)
+    assert (body["judge_chosen_by"], body["other_judges"], body["components"]) == ("latest tournament", [], 1)
     rows = body["rows"]
     assert [r["player"] for r in rows] == ["best", "mid", "low"]
     assert [(r["wins"], r["losses"], r["ties"], r["matches"]) for r in rows] == [(8, 0, 0, 8), (4, 4, 0, 8), (0, 8, 0, 8)]
@@ -182,13 +183,18 @@ def test_judge_filter(client: TestClient, queue: Queue) -> None:
     work(client, queue, by_strength("a", "b"))
     start(client, judge="anthropic/likes-b")
     assert work(client, queue, by_strength("b", "a")) == 2  # another judge: judged again
-    assert [r["player"] for r in board(client, judge="anthropic/likes-a")["rows"]] == ["a", "b"]
+    likes_a = board(client, judge="anthropic/likes-a")
+    assert [r["player"] for r in likes_a["rows"]] == ["a", "b"]
+    assert (likes_a["judge_chosen_by"], likes_a["judgements"]) == ("named", 2)
     likes_b = board(client, judge="anthropic/likes-b")
     assert (likes_b["judge"], likes_b["judgements"]) == ("anthropic/likes-b", 2)
     assert [r["player"] for r in likes_b["rows"]] == ["b", "a"]
-    assert board(client, judge="openai/nobody") == {
-        "by": "model", "tournament": None, "judge": "openai/nobody", "rows": [], "judgements": 0, "revision": 4,
-        "dimension": None,
+    missing = client.get("/api/leaderboard", params={"judge": "openai/nobody"})
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "error": "no verdicts from judge 'openai/nobody' here; judges with verdicts: anthropic/likes-a, "
+                 "anthropic/likes-b",
+        "judges": ["anthropic/likes-a", "anthropic/likes-b"],
     }
 
 
@@ -227,13 +233,20 @@ def test_page_shows_the_tables_and_escapes_user_text(client: TestClient, queue: 
 
 
 def test_empty_board(client: TestClient) -> None:
+    nobody = {"judge": None, "judge_chosen_by": "no verdicts", "other_judges": []}
     assert board(client) == {
-        "by": "model", "tournament": None, "judge": None, "rows": [], "judgements": 0, "revision": 0,
-        "dimension": None,
+        "by": "model", "tournament": None, **nobody, "rows": [], "judgements": 0, "revision": 0,
+        "dimension": None, "components": 0, "intervals": "closed", "bootstrap_rounds": None, "bootstrap_seed": None,
     }
+    assert board(client, intervals="bootstrap")["rows"] == []
     assert board(client, "/api/leaderboard/effects") == {
-        "tournament": None, "judge": None, "models": [], "scenarios": [], "battles": 0, "revision": 0,
+        "tournament": None, **nobody, "models": [], "scenarios": [], "battles": 0, "revision": 0,
     }
+    assert board(client, "/api/leaderboard/matrix") == {
+        "by": "model", "tournament": None, **nobody, "players": [], "components": [], "win_rate": [], "battles": [],
+        "judgements": 0, "revision": 0,
+    }
+    assert client.get("/api/leaderboard", params={"judge": DEFAULT_JUDGE}).status_code == 404
     page = client.get("/").text
     assert "No judgements yet" in page and "No tournaments yet" in page
 
@@ -295,7 +308,8 @@ def test_effects_say_what_a_scenario_is_worth(client: TestClient, queue: Queue) 
 
     work(client, queue, prefer)
     body = board(client, "/api/leaderboard/effects")
-    assert (body["tournament"], body["judge"], body["revision"]) == (None, None, 36)
+    assert (body["tournament"], body["judge"], body["revision"]) == (None, DEFAULT_JUDGE, 36)
+    assert body["judge_chosen_by"] == "latest tournament"
     assert body["battles"] == 36
     assert [m["model"] for m in body["models"]] == ["A", "B"]
     assert [s["scenario"] for s in body["scenarios"]] == ["s2", "s1"]
@@ -303,7 +317,7 @@ def test_effects_say_what_a_scenario_is_worth(client: TestClient, queue: Queue) 
         assert row["ci_low"] <= row["effect"] <= row["ci_high"]
     assert body["scenarios"][0]["effect"] > body["scenarios"][1]["effect"]
     assert board(client, "/api/leaderboard/effects", tournament=tid)["scenarios"] == body["scenarios"]
-    assert board(client, "/api/leaderboard/effects", judge="nobody/none")["battles"] == 0
+    assert client.get("/api/leaderboard/effects", params={"judge": "nobody/none"}).status_code == 404
     assert client.get("/api/leaderboard/effects", params={"tournament": 999}).status_code == 404
 
     page = client.get("/").text

@@ -1,5 +1,6 @@
-"""The board cache over a real SQLite store, fed the way workers feed it (create_tournament,
-save_judgement, resolve_match): incremental boards equal from-scratch ones at every revision."""
+"""The board cache over a real store (SQLite and PostgreSQL), fed the way workers feed it
+(create_tournament, save_judgement, resolve_match): incremental boards equal from-scratch ones at
+every revision; the judges' roster, read in parts, equals one read; a board is one judge's."""
 from __future__ import annotations
 
 import bisect
@@ -12,12 +13,14 @@ from sqlalchemy import select
 
 from leaderboard.board import build_board
 from leaderboard.effects import fit_effects
+from leaderboard.judges import HUMANS, ChosenBy, JudgeSummary, UnknownJudge, merge
 from leaderboard.keys import content_hash
 from leaderboard.players import SideRow, battles_at_level
 from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Rating, Winner
-from service.boards import Board, BoardCache, EffectsAt
+from service.boards import BOOTSTRAP_ROUNDS, Board, BoardCache, EffectsAt
 from service.store import NewJudgement, NewSubmission, NotFound, Store, schema
+from service.store.imports import ImportedJudgement
 
 K = 16.0
 MODELS = ("m0", "m1", "m2", "m3", "m4")
@@ -233,3 +236,70 @@ def test_effects_are_refitted_when_the_revision_moves(store: Store) -> None:
     world.work(tid)
     assert cache.effects_soon(wait_s=30).revision == store.revision()  # refitted in the background
     assert cache.effects(tournament_id=tid).effects == fit_effects(store.side_rows(tournament_id=tid))
+
+
+def test_judge_summaries_read_in_parts_equal_one_read(store: Store) -> None:
+    world = World(store)
+    merged: dict[str, JudgeSummary] = {}
+    seq = 0
+    for round_ in range(3):
+        world.work(world.plan(8, rejudge=3))  # rejudged pairs reuse a judgement: not counted again
+        world.work(world.plan(5, judge=JUDGES[1]), judge=JUDGES[1])
+        more, seq = store.judge_summaries(after_seq=seq)
+        merged = merge(merged, more)
+        assert seq == store.revision()
+    whole, upto = store.judge_summaries()
+    assert upto == seq and {s.judge: s for s in whole} == merged
+    t = schema.tournaments
+    with store.engine.connect() as conn:
+        specs = conn.execute(select(t.c.spec, t.c.id)).all()
+    for judge in JUDGES:
+        assert merged[judge].verdicts == len(store.side_rows(judge=judge))
+        assert merged[judge].latest_tournament == max(i for spec, i in specs if judge in spec)
+    assert store.judge_summaries(after_seq=seq) == ([], seq)
+    # a tournament's verdicts: one per judgement and pair, over the tournament alone
+    tid = world.plan(4, rejudge=4)
+    world.work(tid)
+    (own,), _ = store.judge_summaries(tournament_id=tid)
+    assert own == JudgeSummary(JUDGES[0], len(store.side_rows(tournament_id=tid)), tid)
+    with pytest.raises(ValueError):
+        store.judge_summaries(tournament_id=tid, after_seq=1)
+
+
+def test_the_cache_serves_one_judge_and_pools_humans_with_humans_only(store: Store) -> None:
+    world, cache = World(store), BoardCache(store, k=K)
+    world.work(world.plan(12))
+    world.work(world.plan(6, judge=JUDGES[1]), judge=JUDGES[1])
+    choice, board = cache.judged(Level.MODEL)
+    assert (choice.judge, choice.chosen_by) == (JUDGES[1], ChosenBy.LATEST_TOURNAMENT)
+    assert_same(board.rows, from_scratch(store.side_rows(judge=JUDGES[1]), Level.MODEL))
+    assert [s.judge for s in choice.others] == [JUDGES[0]]
+    # human votes (newer tournaments) on pairs the LLM judged: their own board, never the default
+    (a, b, _, _), (c, d, _, _) = world.judged[:2]
+    for voter, pairs in (("alice", [(a, b), (c, d)]), ("bob", [(b, a)])):
+        store.import_judgements(name=voter, source="test", judge=f"human/{voter}", criteria="overall", rows=[
+            ImportedJudgement(f"{voter}-{i}", x, y, Winner.A, [{"first": x, "winner": "A"}])
+            for i, (x, y) in enumerate(pairs)
+        ])
+    assert cache.judged(Level.MODEL)[0].judge == JUDGES[1]
+    humans = store.side_rows(judge=HUMANS)
+    assert humans == store.side_rows(judge="human/alice") + store.side_rows(judge="human/bob") and len(humans) == 3
+    human_choice, human_board = cache.judged(Level.SYSTEM, judge=HUMANS)
+    assert human_choice.chosen_by is ChosenBy.NAMED and human_board.judgements == 3
+    assert_same(human_board.rows, from_scratch(humans, Level.SYSTEM))
+    with pytest.raises(UnknownJudge):
+        cache.judged(Level.MODEL, judge="human/carol")
+
+
+def test_bootstrapped_boards_are_kept_per_revision(store: Store) -> None:
+    world, cache = World(store), BoardCache(store, k=K)
+    world.work(world.plan(20))
+    first = cache.bootstrapped(Level.SYSTEM, judge=JUDGES[0])
+    assert cache.bootstrapped(Level.SYSTEM, judge=JUDGES[0]) is first
+    assert (first.rounds, first.revision) == (BOOTSTRAP_ROUNDS, store.revision())
+    plain = cache.board(Level.SYSTEM, judge=JUDGES[0])
+    assert [(r.player, r.rating) for r in first.board.rows] == [(r.player, r.rating) for r in plain.rows]
+    world.work(world.plan(3))
+    second = cache.bootstrapped(Level.SYSTEM, judge=JUDGES[0])
+    assert second is not first and second.revision == store.revision() > first.revision
+    assert second.board.judgements == first.board.judgements + 3

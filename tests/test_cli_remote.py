@@ -247,13 +247,15 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
     for by in ("model", "model+scenario"):
         rows = api(url, "/api/leaderboard", by=by)["rows"]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "json")
-        columns = ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties", "matches"]
+        columns = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
+                   "matches"]
         assert code == 0 and json.loads(out) == [{c: row[c] for c in columns} for row in rows]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "csv", "--tournament", str(tid))
         frame = pd.read_csv(io.StringIO(out))
         assert list(frame.columns) == columns and list(frame["player"]) == [row["player"] for row in rows]
         assert list(frame["wins"]) == [row["wins"] for row in rows]
-    code, out, _ = run(capsys, "board", "--judge", "anthropic/no-such-judge")
-    assert code == 0 and out == ""
+    code, out, err = run(capsys, "board", "--judge", "anthropic/no-such-judge")  # the API's 404, its words
+    assert (code, out) == (2, "")
+    assert "no verdicts from judge 'anthropic/no-such-judge' here; judges with verdicts: " + JUDGE in err
     code, out, _ = run(capsys, "board", "--by", "nonsense")
     assert code == 2

@@ -332,7 +332,8 @@ def test_leaderboard_frame_equals_the_apis_json(api: Client, client: TestClient,
     assert list(counts) == [(4, 0, 0), (2, 2, 0), (0, 4, 0)]
     assert frame["rating"].dtype == "float64" and frame["rank"].dtype == "int64"
     assert list(frame.columns[:7]) == ["player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high"]
-    assert api.leaderboard(judge="anthropic/nobody").empty
+    with pytest.raises(NotFound, match="no verdicts from judge 'anthropic/nobody' here"):
+        api.leaderboard(judge="anthropic/nobody")  # a board is one judge's: the API says who has verdicts
 
 
 def test_judgements_frame_is_one_row_per_judgement_with_calls_flattened(api: Client, client: TestClient,

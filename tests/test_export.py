@@ -129,8 +129,11 @@ def test_board_export_matches_the_board(tmp_path: Path, by: str, capsys: pytest.
     tid = seed(store)
     expected = build_board(battles_at_level(store.side_rows(), Level(by)), k=32.0)
     assert joust(tmp_path, "export", "board", "--by", by) == 0
-    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    out, err = capsys.readouterr()
+    assert err == "joust export: the board of judge import/seed (latest tournament); other judges (--judge): none\n"
+    rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["player"] for r in rows] == [r.player for r in expected]
+    assert {(r["judge"], r["component"]) for r in rows} == {("import/seed", "1")}
     assert [int(r["rank"]) for r in rows] == list(range(1, len(expected) + 1))
     assert [float(r["rating"]) for r in rows] == pytest.approx([r.rating for r in expected])
     assert [int(r["wins"]) for r in rows] == [r.wins for r in expected]
@@ -148,8 +151,38 @@ def test_unknown_tournament_and_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     assert joust(tmp_path, "export", "board", "--tournament", "999") == 2
     assert "no tournament 999" in capsys.readouterr().err
     assert joust(tmp_path, "export", "judgements", "--tournament", "999") == 2
-    assert joust(tmp_path, "export", "board", "--judge", "nobody", "--format", "jsonl") == 0
-    assert capsys.readouterr().out == ""
+    capsys.readouterr()
+    assert joust(tmp_path, "export", "board", "--judge", "nobody", "--format", "jsonl") == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "joust export: no verdicts from judge 'nobody' here; judges with verdicts: import/seed\n"
+
+
+def test_a_board_export_is_one_judges(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Another judge imported later becomes the default; each judge, and the human voters
+    together, export their own verdicts only."""
+    store = open_store(tmp_path)
+    seed(store)
+    subs = {(s["question_id"], s["model"], s["scenario"]): s["id"] for s in store.list_submissions()}
+    m1, m2 = subs[("q1", "m1", "plain")], subs[("q1", "m2", "plain")]
+    for judge, winner in (("import/other", Winner.B), ("human/alice", Winner.B), ("human/bob", Winner.B)):
+        store.import_judgements(name=judge, source="test", judge=judge, criteria="overall", rows=[
+            ImportedJudgement(f"{judge}-1", m1, m2, winner, [{"first": m1, "winner": winner.value}])])
+    store.close()
+
+    def board(*args: str) -> tuple[list[dict], str]:
+        assert joust(tmp_path, "export", "board", "--format", "jsonl", *args) == 0
+        out, err = capsys.readouterr()
+        return [json.loads(line) for line in out.splitlines()], err
+
+    rows, err = board()
+    assert err == ("joust export: the board of judge import/other (latest tournament); other judges (--judge): "
+                   "import/seed, human, human/alice, human/bob\n")
+    assert [(r["player"], r["wins"], r["losses"], r["judge"]) for r in rows] == [
+        ("m2", 1, 0, "import/other"), ("m1", 0, 1, "import/other")]
+    rows, err = board("--judge", "import/seed")
+    assert err == "" and sum(r["matches"] for r in rows) == 2 * 6
+    rows, _ = board("--judge", "human")
+    assert [(r["player"], r["wins"], r["judge"]) for r in rows] == [("m2", 2, "human"), ("m1", 0, "human")]
 
 
 def test_jsonl_says_what_each_judgement_was(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

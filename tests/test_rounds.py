@@ -203,6 +203,8 @@ def test_anchored_entrants_meet_three_anchors_held_at_their_ratings(
     free = {r["player"]: r["rating"] for r in client.get(f"/api/leaderboard?judge={JUDGE}").json()["rows"]}
     assert free["m0"] != pytest.approx(spec["anchor_ratings"]["m0"], abs=1e-6)  # a free board moved
     assert set(rows) == set(MODELS) and rows["m1"]["ci_low"] < rows["m1"]["rating"] < rows["m1"]["ci_high"]
+    refused = client.get(f"/api/leaderboard?tournament={tid}&intervals=bootstrap")  # its intervals are the anchored fit's
+    assert refused.status_code == 422 and "anchored" in refused.json()["error"]
 
 
 def test_every_finished_scheduled_run_snapshots_the_board_once(

@@ -2,10 +2,11 @@
 
 Ratings are a view, never stored: the store yields one row per judgement and pair of submissions
 (so a judgement shared by several tournaments counts once), a level keeps the rows whose two
-sides are different players there, and the board fits them. The cache (service.boards) follows
-new judgements incrementally, so a request costs one revision read when nothing changed and the
-new rows only when something did. `compute_board` is the from-scratch path, kept for exports and
-as the benchmark's baseline.
+sides are different players there, and the board fits them. Every board is one judge's
+(`service.routes.judge_choice` says which and why) and ranks each connected component of the
+comparison graph on its own. The cache (service.boards) follows new judgements incrementally, so
+a request costs one revision read when nothing changed and the new rows only when something did.
+`compute_board` is the from-scratch path, kept for tests and as the benchmark's baseline.
 """
 from __future__ import annotations
 
@@ -13,19 +14,30 @@ import math
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+import numpy as np
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
+from leaderboard.battles import PairCounts
 from leaderboard.board import build_board
 from leaderboard.dimensions import DIMENSIONS
+from leaderboard.effects import fit_effects
 from leaderboard.players import SideRow, battles_at_level
+from leaderboard.standings import standings
 from leaderboard.types import Level, Rating
-from service.api_models import By, Dimension, LeaderboardOut, LeaderboardRow
-from service.boards import Board, BoardCache
+from service.api_models import By, Dimension, LeaderboardOut, LeaderboardRow, Vocabulary
+from service.boards import (
+    BOOTSTRAP_ROUNDS,
+    BOOTSTRAP_SEED,
+    Board,
+    BoardCache,
+    EffectsAt,
+)
 from service.rounds import anchored_board
 from service.store import Store
 
-from .common import ID_MAX, FilterText, TournamentFilter, error_responses
+from .common import ID_MAX, ApiError, FilterText, TournamentFilter, error_responses
+from .judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
 
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
@@ -57,21 +69,48 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-class RankedRow(LeaderboardRow):
-    """A board row with its rank and the range of ranks its 95% interval allows."""
+class Intervals(Vocabulary):
+    """`intervals=`: how a board's 95% intervals are computed."""
 
+    CLOSED = "closed"
+    BOOTSTRAP = "bootstrap"
+
+
+class RankedRow(LeaderboardRow):
+    """A board row: its component (1 = the largest) and, within it, its rank and the range of
+    ranks its 95% interval allows."""
+
+    component: int
     rank: int
     rank_low: int | None
     rank_high: int | None
 
 
-class RankedBoardOut(LeaderboardOut):
-    """Rows best first; `revision` counts the resolved matches the board includes (it only grows).
-    `dimension`: the dimension ranked by (only `dimensions` judgements count), or null."""
+@with_judge_rule
+class RankedBoardOut(JudgedOut, LeaderboardOut):
+    """Rows by component, best first within one; `revision` counts the resolved matches the
+    board includes (it only grows). `dimension`: the dimension ranked by (only `dimensions`
+    judgements count), or null.
+
+    Components: players that no chain of verdicts links (the comparison graph in several pieces)
+    are never ranked against each other. `components` counts the pieces; each row's `component`
+    says which one it is in (1 = the most players; equal sizes by their first player's name), and
+    its rating, interval and ranks are fitted within that component alone (its mean player at
+    1000), so ratings compare only within a component.
+
+    Intervals: `closed` (the default) are normal 95% intervals from the fit's curvature (Fisher);
+    `bootstrap` are 95% percentile intervals over `bootstrap_rounds` resamples of the questions
+    (seed `bootstrap_seed`, so the same judgements give the same intervals), computed within each
+    component and cached per revision.
+    """
 
     rows: list[RankedRow]  # type: ignore[assignment]
     revision: int
     dimension: str | None = None
+    components: int
+    intervals: Intervals
+    bootstrap_rounds: int | None = None
+    bootstrap_seed: int | None = None
 
 
 class EffectRow(BaseModel):
@@ -90,11 +129,12 @@ class ScenarioEffect(EffectRow):
     scenario: str
 
 
-class EffectsOut(BaseModel):
-    """How much each model and each scenario adds to a system's strength, largest first."""
+@with_judge_rule
+class EffectsOut(JudgedOut):
+    """How much each model and each scenario adds to a system's strength, largest first, by
+    one judge's verdicts."""
 
     tournament: int | None
-    judge: str | None
     models: list[ModelEffect]
     scenarios: list[ScenarioEffect]
     battles: int
@@ -118,6 +158,7 @@ def row_out(row: Rating, position: int) -> RankedRow:
         losses=int(row.losses),
         ties=int(row.ties),
         matches=int(row.matches),
+        component=int(row.extra.get("component", 1)),
         rank=int(row.extra.get("rank", position)),
         rank_low=optional_int(row.extra.get("rank_low")),
         rank_high=optional_int(row.extra.get("rank_high")),
@@ -138,7 +179,12 @@ def _sortable(value: float) -> float:
     return -math.inf if number is None else number
 
 
-JudgeFilter = Annotated[FilterText | None, Query(description='only this judge, "provider/model"')]
+JudgeFilter = Annotated[FilterText | None, Query(
+    description='the judge whose board this is: "provider/model", "human/<voter>", or "human" for all human '
+                "voters; left out, the judge of the latest tournament (see the response's `judge_chosen_by`)")]
+IntervalsParam = Annotated[Intervals, Query(
+    description=f"closed: normal intervals from the fit (the default); bootstrap: {BOOTSTRAP_ROUNDS} resamples "
+                f"of the questions, seed {BOOTSTRAP_SEED}, cached per revision")]
 ByLevel = Annotated[By, Query(description="who plays: model, scenario or model+scenario (alias: system; any case)")]
 DimensionFilter = Annotated[
     Dimension | None,  # type: ignore[valid-type]
@@ -153,27 +199,45 @@ def get_leaderboard(
     tournament: TournamentFilter = None,
     judge: JudgeFilter = None,
     dimension: DimensionFilter = None,
+    intervals: IntervalsParam = Intervals.CLOSED,
 ) -> RankedBoardOut:
-    """Players best first by Bradley-Terry rating (Elo scale, 1000 = the mean player), with 95%
-    intervals, rank ranges, online Elo and win/loss/tie counts. Current on every request: it
-    includes every judgement resolved before the request arrived. With `dimension`, ranked by
-    that dimension of the judgements made with criteria `dimensions` (each dimension's orders
-    combined by the consistency rule on their own)."""
+    """One judge's board (named, or chosen as the response's `judge_chosen_by` says, the other
+    judges linked): players by component of the comparison graph, best first within one, by
+    Bradley-Terry rating (Elo scale, 1000 = the component's mean player), with 95% intervals, rank
+    ranges, online Elo and win/loss/tie counts. Current on every request: it includes every
+    judgement resolved before the request arrived. With `dimension`, ranked by that dimension of
+    the judgements made with criteria `dimensions` (each dimension's orders combined by the
+    consistency rule on their own). 404 for an unknown tournament or a judge without verdicts
+    here (the message lists those with verdicts)."""
     level, name = by.level, (dimension.value if dimension is not None else None)
-    board = boards.board(level, tournament_id=tournament, judge=judge, dimension=name)
+    with judge_not_found():
+        choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name)
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
-    if spec is not None and spec.anchored and name is None and level is spec.level:
+    anchored = spec is not None and spec.anchored and name is None and level is spec.level
+    rounds = seed = None
+    if intervals is Intervals.BOOTSTRAP:
+        if anchored:
+            raise ApiError(422, "intervals=bootstrap: an anchored tournament's board holds its anchors at fixed "
+                                "ratings, and its intervals are the anchored fit's; leave intervals out")
+        if choice.judge is not None:
+            boot = boards.bootstrapped(level, judge=choice.judge, tournament_id=tournament, dimension=name)
+            board, rounds, seed = boot.board, boot.rounds, boot.seed
+    elif anchored and spec is not None:
         # an anchored tournament: its anchors held at the ratings they had when it was created
-        rows = anchored_board(boards.store, spec, k=boards.k)
-        board = Board(level=level, rows=rows, judgements=board.judgements, revision=board.revision)
+        board = Board(level=level, rows=anchored_board(boards.store, spec, k=boards.k),
+                      judgements=board.judgements, revision=board.revision)
     return RankedBoardOut(
         by=board.level.value,
         tournament=tournament,
-        judge=judge,
+        **judge_fields(choice, "/api/leaderboard", by=level.value, tournament=tournament, dimension=name),
         rows=[row_out(r, i) for i, r in enumerate(board.rows, start=1)],
         judgements=board.judgements,
         revision=board.revision,
         dimension=name,
+        components=len({r.extra.get("component", 1) for r in board.rows}),
+        intervals=intervals,
+        bootstrap_rounds=rounds,
+        bootstrap_seed=seed,
     )
 
 
@@ -184,18 +248,71 @@ def get_effects(
     judge: JudgeFilter = None,
 ) -> EffectsOut:
     """Model and scenario effects fitted together (a system's strength is its model's plus its
-    scenario's), in Elo points with 95% intervals: what a scenario is worth across models."""
-    fitted = boards.effects(tournament_id=tournament, judge=judge)
+    scenario's), in Elo points with 95% intervals: what a scenario is worth across models, by one
+    judge's verdicts (named, or chosen as for the board)."""
+    with judge_not_found():
+        choice = boards.choose(tournament_id=tournament, judge=judge)
+    if choice.judge is None:  # nothing judged here: nothing to fit
+        fitted = EffectsAt(fit_effects([]), boards.store.revision())
+    else:
+        fitted = boards.effects(tournament_id=tournament, judge=choice.judge)
     effects = fitted.effects
     return EffectsOut(
         tournament=tournament,
-        judge=judge,
+        **judge_fields(choice, "/api/leaderboard/effects", tournament=tournament),
         models=[ModelEffect(model=n, effect=e, ci_low=lo, ci_high=hi)
                 for n, e, lo, hi in effect_rows(effects.models)],
         scenarios=[ScenarioEffect(scenario=n, effect=e, ci_low=lo, ci_high=hi)
                    for n, e, lo, hi in effect_rows(effects.scenarios)],
         battles=int(effects.battles),
         revision=fitted.revision,
+    )
+
+
+@with_judge_rule
+class MatrixOut(JudgedOut):
+    """One judge's head-to-head matrices at one level. `players` in the board's order (by
+    component, best first within one) index both matrices and `components`. `win_rate[i][j]`:
+    (wins + ½ ties) of players[i] against players[j] over their verdicts, null where they never
+    met (the diagonal included), so that `win_rate[i][j] + win_rate[j][i] == 1`; `battles[i][j]`:
+    how many verdicts they share (symmetric)."""
+
+    by: str
+    tournament: int | None
+    players: list[str]
+    components: list[int]
+    win_rate: list[list[float | None]]
+    battles: list[list[int]]
+    judgements: int
+    revision: int
+
+
+@router.get("/matrix", response_model=MatrixOut)
+def get_matrix(
+    boards: Annotated[BoardCache, Depends(get_boards)],
+    by: ByLevel = By.MODEL,
+    tournament: TournamentFilter = None,
+    judge: JudgeFilter = None,
+) -> MatrixOut:
+    """The win-rate and battle-count matrices behind one judge's board (the same judge, players
+    and revision as `GET /api/leaderboard` with the same parameters)."""
+    level = by.level
+    with judge_not_found():
+        choice, board = boards.judged(level, tournament_id=tournament, judge=judge)
+    table = standings(board.counts if board.counts is not None else PairCounts.empty())
+    index = {player: i for i, player in enumerate(table.players)}
+    order = np.array([index[r.player] for r in board.rows], dtype=np.intp)
+    cells = np.ix_(order, order)
+    return MatrixOut(
+        by=level.value,
+        tournament=tournament,
+        **judge_fields(choice, "/api/leaderboard/matrix", by=level.value, tournament=tournament),
+        players=[r.player for r in board.rows],
+        components=[int(r.extra.get("component", 1)) for r in board.rows],
+        win_rate=[[finite(x) for x in row] for row in table.win_rate_matrix[cells].tolist()],
+        battles=table.count_matrix[cells].astype(int).tolist(),
+        judgements=board.judgements,
+        revision=board.revision,
     )
 
 

@@ -1,6 +1,11 @@
 """The web page, rendered on the server: the boards, what a scenario is worth, judge health,
 rubric scores, recent tournaments.
 
+The boards and the scenario effects are one judge's, chosen as the API chooses
+(`leaderboard.judges`; `/?judge=...` names one): the page says whose and why, and links the
+other judges' pages. Players the verdicts never linked are shown as separate groups of a board
+(`leaderboard.components`), each ranked on its own.
+
 Plain HTML that reads without JavaScript and refreshes itself every 30 seconds; its style is a
 stylesheet the app serves (no inline style or script, see the Content-Security-Policy in
 service.app). Every piece of
@@ -18,18 +23,21 @@ import html
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
+from leaderboard.effects import fit_effects
 from leaderboard.health import JudgeHealth
+from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
 from leaderboard.types import Level, Rating
 from service.boards import Board, BoardCache, EffectsAt
 from service.history_chart import history_svg
 from service.judge_health_cache import JudgeHealthCache
 from service.store import Store
 
-from .common import get_store
+from .common import FilterText, get_store
 from .judges import get_judge_health
 from .leaderboard import effect_rows, finite, get_boards
 
@@ -64,7 +72,7 @@ def rank_text(row: Rating, position: int) -> str:
 
 
 def board_table(board: Board) -> str:
-    """One leaderboard as a <table>."""
+    """One leaderboard as a <table>: one <tbody> per component, headed when there are several."""
     title = esc(TITLES[board.level])
     head = (
         "<tr><th class=num>#</th><th>Player</th><th class=num>Rating</th><th class=num>95% CI</th>"
@@ -75,6 +83,24 @@ def board_table(board: Board) -> str:
             f"<table><caption>{title}</caption><thead>{head}</thead>"
             "<tbody><tr><td colspan=7 class=muted>No judgements yet at this level.</td></tr></tbody></table>"
         )
+    groups: dict[int, list[Rating]] = {}
+    for row in board.rows:
+        groups.setdefault(int(row.extra.get("component", 1)), []).append(row)
+    bodies = "".join(component_body(component, rows, len(groups)) for component, rows in groups.items())
+    note = f"{board.judgements} judgement{'s' if board.judgements != 1 else ''} counted"
+    if len(groups) > 1:
+        note += f"; {len(groups)} groups never compared with each other, each ranked on its own"
+    caption = f"{title} <span class=muted>({esc(note)})</span>"
+    return f"<table><caption>{caption}</caption><thead>{head}</thead>{bodies}</table>"
+
+
+def component_body(component: int, rows: Sequence[Rating], components: int) -> str:
+    """The rows of one component as a <tbody>; headed when the board has several components."""
+    heading = ""
+    if components > 1:
+        players = f"{len(rows)} player{'s' if len(rows) != 1 else ''}"
+        heading = (f"<tr class=component><th colspan=7>Group {component} of {components} ({players}): "
+                   "ratings and ranks compare within the group only</th></tr>")
     body = "".join(
         "<tr>"
         f"<td class=num>{rank_text(row, position)}</td><td>{esc(row.player)}</td>"
@@ -82,11 +108,38 @@ def board_table(board: Board) -> str:
         f"<td class=num>{number(row.ci_low)} – {number(row.ci_high)}</td><td class=num>{number(row.elo)}</td>"
         f"<td class=num>{row.wins} / {row.losses} / {row.ties}</td><td class=num>{row.matches}</td>"
         "</tr>"
-        for position, row in enumerate(board.rows, start=1)
+        for position, row in enumerate(rows, start=1)
     )
-    note = f"{board.judgements} judgement{'s' if board.judgements != 1 else ''} counted"
-    caption = f"{title} <span class=muted>({esc(note)})</span>"
-    return f"<table><caption>{caption}</caption><thead>{head}</thead><tbody>{body}</tbody></table>"
+    return f"<tbody>{heading}{body}</tbody>"
+
+
+CHOSEN = {
+    ChosenBy.NAMED: "named in the address",
+    ChosenBy.LATEST_TOURNAMENT: "the judge of the latest tournament",
+    ChosenBy.MOST_VERDICTS: "the judge with the most verdicts",
+    ChosenBy.HUMANS_ONLY: "only human votes so far: every voter together",
+}
+
+
+def judge_link(judge: str) -> str:
+    """The page of one judge's boards."""
+    return "/?" + urlencode({"judge": judge})
+
+
+def judges_text(choice: JudgeChoice) -> str:
+    """Whose verdicts the boards hold, why that judge, and links to the other judges' boards."""
+    if choice.judge is None:
+        return ""
+    why = esc(CHOSEN.get(choice.chosen_by, choice.chosen_by.value))
+    if choice.chosen_by is ChosenBy.NAMED:
+        why += '; <a href="/">the default judge</a>'
+    others = ", ".join(
+        f'<a href="{esc(judge_link(o.judge))}">{esc(o.judge)}</a> ({o.verdicts} verdict{"s" if o.verdicts != 1 else ""})'
+        for o in choice.others
+    )
+    listed = f" Other judges: {others}." if others else ""
+    return (f"<p class=judge>Boards of judge <strong>{esc(choice.judge)}</strong> <span class=muted>({why})</span>: "
+            f"one judge's verdicts, never several pooled.{listed}</p>")
 
 
 def scenarios_table(fitted: EffectsAt | None, revision: int) -> str:
@@ -223,39 +276,69 @@ def tournaments_table(rows: Iterable[dict]) -> str:
 def render_page(
     boards: list[Board], recent: Iterable[dict], effects: EffectsAt | None = None,
     health: Sequence[JudgeHealth] = (), scores: Mapping[str, Sequence[Mapping]] | None = None,
-    history: str = "",
+    history: str = "", choice: JudgeChoice | None = None,
 ) -> str:
-    """The whole page; `scores` are score means by judge (`Store.score_means`, by model and scenario)."""
+    """The whole page; `scores` are score means by judge (`Store.score_means`, by model and
+    scenario); `choice`: whose verdicts the boards and effects hold."""
     tables = "".join(board_table(b) for b in boards)
     revision = max((b.revision for b in boards), default=0)
+    api = "/api/leaderboard" if choice is None or choice.judge is None else "/api/leaderboard?" + urlencode(
+        {"judge": choice.judge})
     return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta http-equiv="refresh" content="30">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>joust leaderboard</title><link rel="stylesheet" href="{STYLESHEET}"></head><body>'
-        "<h1>joust leaderboard</h1>"
+        f"{page_head('joust leaderboard')}"
         "<p class=muted>Bradley-Terry ratings on the Elo scale (1000 = the mean player) with 95% intervals; "
         "Elo is the online rating in judgement order. Order-inconsistent verdicts count as ties. "
-        'JSON: <a href="/api/leaderboard">/api/leaderboard</a>, API docs: <a href="/docs">/docs</a>.</p>'
+        f'JSON: <a href="{esc(api)}">/api/leaderboard</a>, API docs: <a href="/docs">/docs</a>.</p>'
+        f"{judges_text(choice) if choice is not None else ''}"
         f"{tables}{scenarios_table(effects, revision)}{health_table(health)}{scores_table(scores or {})}"
         f"{history}{tournaments_table(recent)}"
         "</body></html>"
     )
 
 
+def page_head(title: str) -> str:
+    """The document up to the <h1>, which says `title`."""
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta http-equiv="refresh" content="30">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{esc(title)}</title><link rel="stylesheet" href="{STYLESHEET}"></head><body>'
+        f"<h1>{esc(title)}</h1>"
+    )
+
+
+def render_unknown_judge(error: UnknownJudge) -> str:
+    """The page for a judge without verdicts: what is wrong, and the judges there are."""
+    links = "".join(f'<li><a href="{esc(judge_link(j))}">{esc(j)}</a></li>' for j in error.known)
+    listed = f"<p>Judges with verdicts:</p><ul>{links}</ul>" if links else "<p>No judge has verdicts yet.</p>"
+    return (f"{page_head('joust leaderboard')}<p>No verdicts from judge <strong>{esc(error.judge)}</strong>.</p>{listed}"
+            '<p><a href="/">The default board</a></p></body></html>')
+
+
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def page(
     store: Annotated[Store, Depends(get_store)], cache: Annotated[BoardCache, Depends(get_boards)],
     health: Annotated[JudgeHealthCache, Depends(get_judge_health)],
+    judge: Annotated[FilterText | None, Query()] = None,
 ) -> HTMLResponse:
-    """The leaderboards by model, by scenario and by system (current as of this request), what a
-    scenario is worth (fitted in the background when that takes long), each judge's health, the
-    rubric scores when there are any, and the recent tournaments."""
-    boards = [cache.board(level) for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
-    scores = {judge: store.score_means(judge, SCORED, ("model", "scenario")) for judge in store.score_judges(SCORED)}
+    """One judge's leaderboards by model, by scenario and by system (current as of this request;
+    the judge named by `judge=`, else chosen as the API chooses), what a scenario is worth by that
+    judge (fitted in the background when that takes long), each judge's health, the rubric
+    scores when there are any, and the recent tournaments. 404 for a judge without verdicts."""
+    try:
+        choice = cache.choose(judge=judge)
+    except UnknownJudge as exc:
+        return HTMLResponse(render_unknown_judge(exc), status_code=404)
+    # Named from here on, so that all three boards hold the judge the page names.
+    boards = [cache.judged(level, judge=choice.judge)[1] for level in (Level.MODEL, Level.SCENARIO, Level.SYSTEM)]
+    if choice.judge is None:  # nothing judged yet: nothing to fit
+        effects: EffectsAt | None = EffectsAt(fit_effects([]), max(b.revision for b in boards))
+    else:
+        effects = cache.effects_soon(judge=choice.judge)
+    scores = {name: store.score_means(name, SCORED, ("model", "scenario")) for name in store.score_judges(SCORED)}
     recent = store.list_tournaments(limit=RECENT)
     return HTMLResponse(render_page(
-        boards, recent, cache.effects_soon(), health.current().judges, scores, latest_history(store, recent),
+        boards, recent, effects, health.current().judges, scores, latest_history(store, recent), choice,
     ))
 
 

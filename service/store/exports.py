@@ -10,6 +10,7 @@ from sqlalchemy import func, or_, select
 
 from . import schema as s
 from .base import Database, NotFound
+from .views import judge_is
 
 
 class Exports(Database):
@@ -41,7 +42,7 @@ class Exports(Database):
             .order_by(m.c.seq)
         )
         if judge is not None:
-            query = query.where(j.c.judge == judge)
+            query = query.where(judge_is(j.c.judge, judge))
         with self._read() as conn:
             if tournament_id is None:
                 query = query.where(m.c.counted.is_(True))

@@ -4,11 +4,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import or_, select
-from sqlalchemy.sql import Select
+from sqlalchemy import case, func, or_, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement, Select
 
 from leaderboard.dimensions import CRITERIA as DIMENSIONS_CRITERIA
 from leaderboard.dimensions import stored_outcome
+from leaderboard.health import HUMAN_PREFIX
+from leaderboard.judges import HUMANS, JudgeSummary
 from leaderboard.players import SideRow
 from leaderboard.types import Winner
 
@@ -16,6 +19,7 @@ from . import schema as s
 from .base import Database, NotFound
 
 WINNERS = {w.value: w for w in Winner}  # a dict lookup: Winner(value) costs a second per million rows
+RARE = 8  # a judge with fewer than 1 in RARE of the resolved matches is read through its own index
 
 
 class Views(Database):
@@ -84,7 +88,10 @@ class Views(Database):
             # one SQLite walks the seq index instead of every done match (then sorting them).
             query = _side_query(m.c.seq, done=False).where(m.c.counted.is_(True), m.c.seq > after_seq, m.c.seq <= upto)
             if judge is not None:
-                query = query.join(j, j.c.id == m.c.judgement_id).where(j.c.judge == judge)
+                # The judge's own index is the short way only to a judge with few verdicts, on a
+                # first read; the rows since the last read, or most rows, are along the seq index.
+                rare = after_seq == 0 and _verdicts(conn, judge) * RARE < upto
+                query = query.join(j, j.c.id == m.c.judgement_id).where(judge_is(j.c.judge, judge, indexed=rare))
             if limit is not None:
                 query = query.limit(limit)
             rows = conn.execute(query).all()
@@ -111,7 +118,7 @@ class Views(Database):
             runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
             query = query.where(m.c.tournament_id.in_(runs))
         if judge is not None:
-            query = query.join(j, j.c.id == m.c.judgement_id).where(j.c.judge == judge)
+            query = query.join(j, j.c.id == m.c.judgement_id).where(judge_is(j.c.judge, judge))
         seen: set[tuple[int, int, int]] = set()
         rows: list[SideRow] = []
         with self._read() as conn:
@@ -144,7 +151,7 @@ class Views(Database):
             runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
             query = query.where(m.c.tournament_id.in_(runs))
         if judge is not None:
-            query = query.where(j.c.judge == judge)
+            query = query.where(judge_is(j.c.judge, judge))
         seen: set[tuple[int, int, int]] = set()
         rows: list[SideRow] = []
         with self._read() as conn:
@@ -159,6 +166,65 @@ class Views(Database):
                 winner = outcome.winner if r.a_hash == r.match_a_hash else outcome.winner.flipped()
                 rows.append(SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, winner, r.question_id))
         return rows
+
+    def judge_summaries(
+        self, *, tournament_id: int | None = None, after_seq: int = 0
+    ) -> tuple[list[JudgeSummary], int]:
+        """Per judge with verdicts on the board's scope: how many it counts there and the newest
+        tournament one came in; and the seq read up to.
+
+        Overall (no tournament): the matches resolved after `after_seq` (verdicts: the counted
+        ones; the newest tournament: any), read like `side_rows_since` (the seq bound first), so
+        summaries can be merged run after run (`leaderboard.judges.merge`). For a tournament and its runs: every verdict there, one per
+        judgement and pair of submissions, as its board counts them (`after_seq` must be 0).
+        """
+        m, j, t = s.matches, s.judgements, s.tournaments
+        with self._read() as conn:
+            upto = int(conn.execute(select(s.counters.c.value).where(s.counters.c.name == "resolved")).scalar_one())
+            if tournament_id is None:
+                if upto <= after_seq:
+                    return [], after_seq
+                query = (
+                    select(j.c.judge, func.sum(case((m.c.counted.is_(True), 1), else_=0)).label("verdicts"),
+                           func.max(m.c.tournament_id).label("latest"))
+                    .join(j, j.c.id == m.c.judgement_id)
+                    .where(m.c.seq > after_seq, m.c.seq <= upto)
+                    .group_by(j.c.judge)
+                )
+                return [JudgeSummary(r.judge, int(r.verdicts or 0), r.latest) for r in conn.execute(query)], upto
+            if after_seq:
+                raise ValueError("after_seq reads the overall summaries only: a tournament's dedupe over all its runs")
+            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+            query = (
+                select(j.c.judge, m.c.judgement_id, m.c.a_id, m.c.b_id, m.c.tournament_id)
+                .join(j, j.c.id == m.c.judgement_id)
+                .where(m.c.tournament_id.in_(runs), m.c.status == "done")
+            )
+            verdicts: dict[str, set[tuple[int, int, int]]] = {}
+            latest: dict[str, int] = {}
+            for r in conn.execute(query):
+                verdicts.setdefault(r.judge, set()).add((r.judgement_id, min(r.a_id, r.b_id), max(r.a_id, r.b_id)))
+                latest[r.judge] = max(latest.get(r.judge, 0), r.tournament_id)
+        return [JudgeSummary(name, len(found), latest[name]) for name, found in verdicts.items()], upto
+
+
+def _verdicts(conn: Connection, judge: str) -> int:
+    """How many judgements the judge made (its index only)."""
+    j = s.judgements
+    return int(conn.execute(select(func.count()).select_from(j).where(judge_is(j.c.judge, judge))).scalar_one())
+
+
+def judge_is(column: ColumnElement, judge: str, *, indexed: bool = True) -> ColumnElement:
+    """The SQL test for one judge's verdicts; `human` (leaderboard.judges.HUMANS) is every human voter's.
+
+    `indexed=False` hides the judge's index from the planner (`judge || ''`): SQLite, which keeps
+    no statistics, prefers an equality on an index to a range on another, and would read every
+    verdict of the judge to find the few resolved since a seq."""
+    if not indexed:
+        column = column.concat("")
+    if judge == HUMANS:
+        return column.startswith(HUMAN_PREFIX, autoescape=True)
+    return column == judge
 
 
 def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False) -> Select:
