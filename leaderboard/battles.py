@@ -8,8 +8,9 @@ intervals and the standings cost O(players²) after one counting pass, whatever 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,8 @@ BattleLike = (
     | tuple[str, str, Winner | str, str | None]
     | tuple[str, str, Winner | str, str | None, float]
 )
+Columns = Mapping[str, Any]
+"""Battle columns by name (a pandas DataFrame qualifies): see `leaderboard.columns`."""
 Row = tuple[str, str, float, float, "str | None"]
 """(a, b, a's score, weight, question id): one validated battle."""
 
@@ -68,45 +71,19 @@ class BattleTable:
         return int(self.group.max()) + 1 if self.group.size else 0
 
 
-def battle_table(battles: Iterable[BattleLike] | BattleTable) -> BattleTable:
+def battle_table(battles: Iterable[BattleLike] | BattleTable | Columns) -> BattleTable:
     """Index the battles once, so counting and refitting never touch Python objects again.
 
-    A `BattleTable` passes through, so a caller running several views builds it once.
+    A `BattleTable` passes through, so a caller running several views builds it once. Columns
+    (a DataFrame, or a mapping of arrays, named `model_a`, `model_b`, `winner`[, `question_id`]
+    [, `weight`], as Chatbot Arena's battle files are) and Python objects are converted in bulk
+    by `leaderboard.columns`.
     """
     if isinstance(battles, BattleTable):
         return battles
-    seen: dict[str, int] = {}  # players in order of appearance; renumbered by name below
-    questions: dict[str, int] = {}
-    a_ids: list[int] = []
-    b_ids: list[int] = []
-    scores: list[float] = []
-    weights: list[float] = []
-    groups: list[int] = []
-    count = 0
-    for item in battles:
-        a, b, score, weight, question = unpack(item)
-        a_ids.append(seen.setdefault(a, len(seen)))
-        b_ids.append(seen.setdefault(b, len(seen)))
-        scores.append(score)
-        weights.append(weight)
-        if question is None:
-            groups.append(count)
-            count += 1
-        else:
-            group = questions.setdefault(question, count)
-            count += group == count
-            groups.append(group)
-    players = sorted(seen)
-    rename = np.empty(len(seen), dtype=np.intp)
-    rename[[seen[p] for p in players]] = np.arange(len(players))
-    return BattleTable(
-        players=players,
-        a=rename[np.asarray(a_ids, dtype=np.intp)],
-        b=rename[np.asarray(b_ids, dtype=np.intp)],
-        score=np.asarray(scores, dtype=float),
-        weight=np.asarray(weights, dtype=float),
-        group=np.asarray(groups, dtype=np.intp),
-    )
+    from .columns import table_of  # columns builds BattleTables, so it imports this module
+
+    return table_of(battles)
 
 
 def pair_sums(table: BattleTable, values_a: np.ndarray, values_b: np.ndarray) -> np.ndarray:
@@ -191,7 +168,7 @@ class PairCounts:
             self.points, self.w2, self.w2s, self.w2ss, self.wins, self.ties)))
 
 
-def pair_counts(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> PairCounts:
+def pair_counts(battles: Iterable[BattleLike] | BattleTable | Columns | PairCounts) -> PairCounts:
     """The pair counts of a set of battles (a `PairCounts` passes through)."""
     if isinstance(battles, PairCounts):
         return battles

@@ -25,6 +25,7 @@ import numpy as np
 from .battles import (  # noqa: F401  (re-exported: the rating API speaks in these terms)
     BattleLike,
     BattleTable,
+    Columns,
     PairCounts,
     Row,
     battle_table,
@@ -33,6 +34,7 @@ from .battles import (  # noqa: F401  (re-exported: the rating API speaks in the
     points_matrix,
     unpack,
 )
+from .columns import table_of
 from .fit import (  # noqa: F401  (re-exported)
     DEFAULT_RIDGE,
     ConvergenceError,
@@ -43,7 +45,7 @@ from .fit import (  # noqa: F401  (re-exported)
     half_widths,
 )
 
-Battles = Iterable[BattleLike] | BattleTable | PairCounts
+Battles = Iterable[BattleLike] | BattleTable | Columns | PairCounts
 
 def apply_elo(
     ratings: dict[str, float], rows: Iterable[Row], *, k: float, initial: float, base: float, scale: float
@@ -63,7 +65,7 @@ def apply_elo(
 
 
 def online_elo(
-    battles: Iterable[BattleLike],
+    battles: Iterable[BattleLike] | BattleTable | Columns,
     *,
     k: float = 32.0,
     initial: float = 1000.0,
@@ -72,11 +74,18 @@ def online_elo(
 ) -> dict[str, float]:
     """Classic online Elo, battles applied in the given order (order matters, by design).
 
-    Returns the final ratings by player name. `k=32` is the seed-style Elo.
+    Returns the final ratings by player name. `k=32` is the seed-style Elo. The battles are
+    indexed once (`battle_table`) and the sequential loop runs over plain ints and floats, the
+    same arithmetic as `apply_elo`, so both give the same ratings to the last bit.
     """
-    ratings: dict[str, float] = {}
-    apply_elo(ratings, map(unpack, battles), k=k, initial=initial, base=base, scale=scale)
-    return dict(sorted(ratings.items()))
+    table = table_of(battles, questions=False)
+    ratings = [float(initial)] * len(table.players)
+    for i, j, score, weight in zip(table.a.tolist(), table.b.tolist(), table.score.tolist(), table.weight.tolist()):
+        ra, rb = ratings[i], ratings[j]
+        delta = k * weight * (score - 1.0 / (1.0 + base ** ((rb - ra) / scale)))
+        ratings[i] = ra + delta
+        ratings[j] = rb - delta
+    return dict(zip(table.players, ratings))
 
 
 # ---------------------------------------------------------------- Bradley-Terry

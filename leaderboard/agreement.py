@@ -1,0 +1,87 @@
+"""Krippendorff's alpha (nominal) between raters of the same pairs, with bootstrap intervals.
+
+Judge health asks how far a judge agrees with the human votes, and judges with each other,
+beyond what their verdict frequencies alone would give: alpha = 1 - observed / expected
+disagreement, 1 for perfect agreement, 0 for chance, negative for systematic disagreement.
+A unit is one pair (one question, two outputs); a rater's value is its verdict (A, B or TIE);
+a unit with fewer than two values says nothing about agreement and is left out, so raters need
+not have judged the same pairs. Missing values are None.
+
+Computed from the units × categories count matrix N (N[u, c]: how many raters gave unit u value
+c; m_u its row sum): observed disagreement Σ_u (m_u² - Σ_c N[u, c]²) / (m_u - 1), expected from
+the pooled value counts n_c: (n² - Σ_c n_c²) / (n - 1), n = Σ_c n_c. The bootstrap resamples
+units with replacement (a passed-in generator) and takes percentiles.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Alpha:
+    """Krippendorff's alpha with a percentile bootstrap interval (nan when not bootstrapped)."""
+
+    alpha: float
+    low: float
+    high: float
+    units: int
+    values: int
+
+
+def value_counts(ratings: Sequence[Sequence[Hashable | None]]) -> np.ndarray:
+    """Units × categories counts from one row per rater and one column per unit (None missing);
+    only units with at least two values are kept."""
+    rows = [list(r) for r in ratings]
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError("every rater needs one value (or None) per unit")
+    categories: dict[Hashable, int] = {}
+    units = len(rows[0]) if rows else 0
+    counts = np.zeros((units, 0))
+    cells: list[tuple[int, int]] = []
+    for row in rows:
+        for u, value in enumerate(row):
+            if value is not None:
+                cells.append((u, categories.setdefault(value, len(categories))))
+    counts = np.zeros((units, len(categories)))
+    if cells:
+        np.add.at(counts, tuple(np.array(cells).T), 1.0)
+    return counts[counts.sum(axis=1) >= 2]
+
+
+def alpha_of(counts: np.ndarray) -> float:
+    """Nominal alpha from a units × categories count matrix (units with >= 2 values)."""
+    m = counts.sum(axis=1)
+    n_c = counts.sum(axis=0)
+    n = float(n_c.sum())
+    expected = n * n - float(n_c @ n_c)
+    if n < 2 or expected == 0:
+        return float("nan")  # one category only: agreement is not measurable
+    observed = float(np.sum((m * m - (counts * counts).sum(axis=1)) / (m - 1)))
+    return 1.0 - (n - 1.0) * observed / expected
+
+
+def krippendorff_alpha(
+    ratings: Sequence[Sequence[Hashable | None]],
+    rng: np.random.Generator | None = None,
+    *,
+    rounds: int = 1000,
+    confidence: float = 0.95,
+) -> Alpha:
+    """Nominal Krippendorff's alpha of raters (rows) over units (columns), with a bootstrap
+    interval over units when `rng` is given."""
+    counts = value_counts(ratings)
+    point = alpha_of(counts)
+    low = high = float("nan")
+    if rng is not None and len(counts):
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        picks = rng.integers(0, len(counts), (rounds, len(counts)))
+        samples = np.array([alpha_of(counts[p]) for p in picks])
+        samples = samples[~np.isnan(samples)]
+        if samples.size:
+            tail = (1.0 - confidence) / 2.0
+            low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
+    return Alpha(point, low, high, len(counts), int(counts.sum()))

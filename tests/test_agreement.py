@@ -1,0 +1,56 @@
+"""Krippendorff's alpha (leaderboard.agreement): hand-worked golden figures, evalica as an
+independent reference, and a seeded bootstrap."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.required import require_module
+
+from leaderboard.agreement import alpha_of, krippendorff_alpha, value_counts
+
+
+def test_two_raters_three_units_by_hand() -> None:
+    # units: (A, A), (A, B), (B, B). Observed disagreement 2 (the one split unit, m=2);
+    # pooled counts A=3, B=3, n=6: expected (36 - 18)/5; alpha = 1 - 5·2/18 = 4/9.
+    assert krippendorff_alpha([["A", "A", "B"], ["A", "B", "B"]]).alpha == pytest.approx(4 / 9)
+
+
+def test_missing_values_and_lone_units_by_hand() -> None:
+    # Unit 3 has one value and is dropped. Units: (A, A, TIE) m=3, (B, B) m=2.
+    # Observed: (9 - 5)/2 = 2 for the first, 0 for the second. Counts A=2, B=2, TIE=1, n=5:
+    # expected sum 25 - 9 = 16; alpha = 1 - 4·2/16 = 0.5.
+    result = krippendorff_alpha([["A", "B", "TIE"], ["A", "B", None], ["TIE", None, None]])
+    assert (result.units, result.values) == (2, 5)
+    assert result.alpha == pytest.approx(0.5)
+    assert np.isnan(result.low) and np.isnan(result.high)
+
+
+def test_perfect_agreement_is_one_and_one_category_is_not_measurable() -> None:
+    assert krippendorff_alpha([["A", "B", "TIE"], ["A", "B", "TIE"]]).alpha == 1.0
+    assert np.isnan(alpha_of(value_counts([["A", "A"], ["A", "A"]])))
+
+
+def test_matches_evalica_on_random_verdicts() -> None:
+    evalica = require_module("evalica", "references")
+    import pandas as pd
+    rng = np.random.default_rng(4)
+    truth = rng.choice(["A", "B", "TIE"], 200)
+    raters = []
+    for noise in (0.2, 0.4, 0.6):
+        row = np.where(rng.random(200) < noise, rng.choice(["A", "B", "TIE"], 200), truth).astype(object)
+        row[rng.random(200) < 0.15] = None
+        raters.append(list(row))
+    ours = krippendorff_alpha(raters).alpha
+    theirs = evalica.alpha(pd.DataFrame(raters), distance="nominal").alpha
+    assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_bootstrap_is_seeded_and_brackets_the_point() -> None:
+    ratings = [["A", "B", "TIE", "A", "B", "A", "B", "TIE"] * 10, ["A", "B", "A", "A", "B", "B", "B", "TIE"] * 10]
+    one = krippendorff_alpha(ratings, np.random.default_rng(2), rounds=200)
+    assert one == krippendorff_alpha(ratings, np.random.default_rng(2), rounds=200)
+    assert one.low < one.alpha < one.high
+    # By hand: 20 split units of two values, each an observed disagreement of (4 - 2)/1 = 2;
+    # pooled A=60, B=70, TIE=30, n=160: alpha = 1 - 159·40/(160² - 60² - 70² - 30²).
+    assert one.alpha == pytest.approx(1 - 159 * 40 / (160**2 - 60**2 - 70**2 - 30**2))
