@@ -35,16 +35,21 @@ def build_board(battles: Iterable[BattleLike], *, k: float = 32.0) -> list[Ratin
 def with_intervals(rows: Iterable[Rating], intervals: Mapping[str, tuple[float, float]]) -> list[Rating]:
     """The rows with other (low, high) intervals (e.g. bootstrap ones) and the rank ranges those
     allow within each component; ratings, order and ranks stay. A player missing from
-    `intervals` keeps none (NaN bounds: any rank in its component)."""
+    `intervals` keeps none (NaN bounds: any rank in its component). A component its verdicts do
+    not bound (`extra["bounded"]` False, see `leaderboard.bounds`) keeps no interval and the rank
+    ranges its wins give: resampling cannot bound what the data leave open."""
     nan = float("nan")
-    rows = [dataclasses.replace(r, ci_low=intervals.get(r.player, (nan, nan))[0],
+    rows = [r if not r.extra.get("bounded", True) else
+            dataclasses.replace(r, ci_low=intervals.get(r.player, (nan, nan))[0],
                                 ci_high=intervals.get(r.player, (nan, nan))[1], extra=dict(r.extra))
             for r in rows]
     by_component: dict[object, dict[str, tuple[float, float]]] = {}
     for r in rows:
-        by_component.setdefault(r.extra.get("component", 1), {})[r.player] = (r.ci_low, r.ci_high)
+        if r.extra.get("bounded", True):
+            by_component.setdefault(r.extra.get("component", 1), {})[r.player] = (r.ci_low, r.ci_high)
     ranks = {component: rank_intervals(bounds) for component, bounds in by_component.items()}
     for r in rows:
-        low, high = ranks[r.extra.get("component", 1)][r.player]
-        r.extra.update(rank_low=low, rank_high=high)
+        if r.extra.get("bounded", True):
+            low, high = ranks[r.extra.get("component", 1)][r.player]
+            r.extra.update(rank_low=low, rank_high=high)
     return rows

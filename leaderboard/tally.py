@@ -8,10 +8,12 @@ through a Tally too, so the incremental board and the from-scratch board cannot 
 from __future__ import annotations
 
 import copy as _copy
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .bounds import bounds
 from .battles import CHANNELS, BattleLike, PairCounts, accumulate, unpack
 from .components import components
 from .ranks import rank_intervals
@@ -113,7 +115,12 @@ def board_from_counts(
     default ridge and a 95% closed-form (Fisher) interval, the component's mean player at 1000,
     so ratings compare within a component only. `extra`: `component`, `rank` (1-based position
     within the component), `rank_low`/`rank_high` (best and worst rank there the intervals allow,
-    see `leaderboard.ranks`), `points` (wins + ½ ties) and `win_rate`.
+    see `leaderboard.ranks`), `bounded`, `points` (wins + ½ ties) and `win_rate`.
+
+    A component whose verdicts do not bound its ratings (someone won every game against the
+    rest: `leaderboard.bounds`) gets no interval (NaN, null in the API) and `bounded` False; its
+    ranks and rank ranges come from who beat whom, and its ratings (set partly by the ridge)
+    only order it.
     """
     if not counts.players:
         return []
@@ -132,9 +139,15 @@ def _component_rows(
     """The rows of one connected component, best first."""
     fitted = bradley_terry_intervals(counts, confidence=0.95, start=start)
     records = standings(counts).records
-    ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
-    # Rounded so that float noise between equal ratings cannot beat the name order.
-    order = sorted(fitted, key=lambda p: (-round(fitted[p][0], 9), p))
+    found = bounds(counts.points)
+    if found.bounded:
+        ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
+    else:  # the ridge alone would set the gaps: no interval, ranks from who beat whom
+        ranks = {p: (int(lo), int(hi)) for p, lo, hi in zip(counts.players, found.rank_low, found.rank_high)}
+        fitted = {p: (rating, math.nan, math.nan) for p, (rating, _, _) in fitted.items()}
+    # Rounded so that float noise between equal ratings cannot beat the name order; an unbounded
+    # group keeps the order its clean wins impose first.
+    order = sorted(fitted, key=lambda p: (ranks[p][0] if not found.bounded else 0, -round(fitted[p][0], 9), p))
     rows: list[Rating] = []
     for position, player in enumerate(order, start=1):
         rating, low, high = fitted[player]
@@ -152,6 +165,7 @@ def _component_rows(
                 matches=record.matches,
                 extra={
                     "component": component,
+                    "bounded": found.bounded,
                     "rank": position,
                     "rank_low": ranks[player][0],
                     "rank_high": ranks[player][1],

@@ -42,7 +42,7 @@ def test_board_rows_join_the_views() -> None:
         assert row.matches == row.wins + row.losses + row.ties
     top, middle, bottom = board
     assert (top.wins, top.losses, top.ties, top.matches) == (3, 1, 0, 4)
-    assert top.extra == {"component": 1, "rank": 1, "rank_low": 1, "rank_high": 3, "points": 3.0, "win_rate": 0.75}
+    assert top.extra == {"component": 1, "bounded": True, "rank": 1, "rank_low": 1, "rank_high": 3, "points": 3.0, "win_rate": 0.75}
     assert [row.extra["rank"] for row in board] == [1, 2, 3]
     assert (middle.wins, middle.losses, middle.ties) == (2, 2, 1)
     assert (bottom.wins, bottom.losses, bottom.ties) == (0, 2, 1)

@@ -232,11 +232,11 @@ def test_follow_draws_the_run_and_ends_with_the_board(submitted: str, env: Setti
     assert draws[-1].startswith(f"tournament {tid}: 100%") and "6/6, done 6, failed 0, left 0" in draws[-1]
     assert err.rstrip().endswith(f"tournament {tid}: done")
     table = out.splitlines()
-    assert table[0].split() == ["rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
-                                "matches"]
-    assert [line.split()[1] for line in table[1:]] == ["good", "mid", "bad"]
+    assert table[0].split() == ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins",
+                                "losses", "ties", "matches"]
+    assert [line.split()[2] for line in table[1:]] == ["good", "mid", "bad"]
     board = api(url, "/api/leaderboard", tournament=tid)["rows"]
-    assert [line.split()[2] for line in table[1:]] == [f"{row['rating']:.1f}" for row in board]
+    assert [line.split()[3] for line in table[1:]] == [f"{row['rating']:.1f}" for row in board]
 
 
 def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Store,

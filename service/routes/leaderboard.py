@@ -78,9 +78,12 @@ class Intervals(Vocabulary):
 
 class RankedRow(LeaderboardRow):
     """A board row: its component (1 = the largest) and, within it, its rank and the range of
-    ranks its 95% interval allows."""
+    ranks its 95% interval allows. `bounded` false: the component's verdicts do not bound its
+    ratings (someone won every game against the rest of a part of it), so it has no intervals
+    (null) and its rank range comes from who beat whom; its ratings only order it."""
 
     component: int
+    bounded: bool = True
     rank: int
     rank_low: int | None
     rank_high: int | None
@@ -159,6 +162,7 @@ def row_out(row: Rating, position: int) -> RankedRow:
         ties=int(row.ties),
         matches=int(row.matches),
         component=int(row.extra.get("component", 1)),
+        bounded=bool(row.extra.get("bounded", True)),
         rank=int(row.extra.get("rank", position)),
         rank_low=optional_int(row.extra.get("rank_low")),
         rank_high=optional_int(row.extra.get("rank_high")),

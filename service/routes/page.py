@@ -71,6 +71,14 @@ def rank_text(row: Rating, position: int) -> str:
     return f"{esc(rank)} <span class=muted>({esc(low)}–{esc(high)})</span>"
 
 
+def interval_text(row: Rating) -> str:
+    """The 95% interval, or why there is none: a group whose verdicts bound no rating."""
+    if not row.extra.get("bounded", True):
+        return ("<span class=muted title=\"someone in this group won every game against the rest of it: "
+                "the verdicts order the players but do not say by how much\">unbounded</span>")
+    return f"{number(row.ci_low)} – {number(row.ci_high)}"
+
+
 def board_table(board: Board) -> str:
     """One leaderboard as a <table>: one <tbody> per component, headed when there are several."""
     title = esc(TITLES[board.level])
@@ -105,7 +113,7 @@ def component_body(component: int, rows: Sequence[Rating], components: int) -> s
         "<tr>"
         f"<td class=num>{rank_text(row, position)}</td><td>{esc(row.player)}</td>"
         f"<td class=num>{number(row.rating)}</td>"
-        f"<td class=num>{number(row.ci_low)} – {number(row.ci_high)}</td><td class=num>{number(row.elo)}</td>"
+        f"<td class=num>{interval_text(row)}</td><td class=num>{number(row.elo)}</td>"
         f"<td class=num>{row.wins} / {row.losses} / {row.ties}</td><td class=num>{row.matches}</td>"
         "</tr>"
         for position, row in enumerate(rows, start=1)
