@@ -41,7 +41,7 @@ __all__ = ["Client", "TournamentRef"]
 TournamentRef = int | Tournament
 """A tournament as the client takes it: its id, or the value the client returned for it."""
 
-PAGE = 1000  # the API's largest `limit`
+PAGE = 1000  # rows asked for per page of a list: the API's default `limit`
 
 
 def tournament_id(tournament: TournamentRef) -> int:
@@ -74,7 +74,9 @@ class Client:
 
     `submit` sends at most `batch_size` rows and about `batch_bytes` of JSON per request; when the
     server's limits are lower (`JOUST_MAX_BATCH`, `JOUST_MAX_BODY_BYTES`: a 413) it halves the
-    batch until the server takes it, and keeps that size for the rest of the rows."""
+    batch until the server takes it, and keeps that size for the rest of the rows. Lists
+    (`submissions`, `judgements`) are read `page_size` rows a request, following the API's `next`
+    links until the last page."""
 
     def __init__(
         self,
@@ -85,13 +87,14 @@ class Client:
         http: httpx.Client | None = None,
         batch_size: int = 1000,
         batch_bytes: int = 4 * 1024 * 1024,
+        page_size: int = PAGE,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if batch_size < 1 or batch_bytes < 1:
-            raise ValueError("batch_size and batch_bytes must be at least 1")
+        if batch_size < 1 or batch_bytes < 1 or page_size < 1:
+            raise ValueError("batch_size, batch_bytes and page_size must be at least 1")
         self.url = url.rstrip("/")
-        self.batch_size, self.batch_bytes = batch_size, batch_bytes
+        self.batch_size, self.batch_bytes, self.page_size = batch_size, batch_bytes, page_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owned = http is None
         self._http = http if http is not None else httpx.Client(timeout=timeout)
@@ -136,6 +139,21 @@ class Client:
             raise error_for(response.status_code, answer, fallback)
         return answer
 
+    def _pages(self, path: str, key: str, params: Mapping[str, Any] | None = None) -> tuple[list[Any], dict]:
+        """Every row of a paged list: `key`'s rows of each page, following `next` until it is
+        null, and the last page's other fields. Only `next`'s query is taken (the offset the
+        server chose): the path and host stay this client's, so a proxy in between that
+        rewrites them changes nothing."""
+        query: dict[str, Any] = {**(params or {}), "limit": self.page_size}
+        rows: list[Any] = []
+        while True:
+            page = self._request("GET", path, params=query)
+            rows.extend(page[key])
+            following = page.get("next")
+            if not following:
+                return rows, {k: v for k, v in page.items() if k not in (key, "next")}
+            query = dict(httpx.URL(following).params.multi_items())
+
     # ---- submissions ------------------------------------------------------------------------
 
     def submit(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
@@ -179,13 +197,9 @@ class Client:
                     question_id: str | None = None) -> pd.DataFrame:
         """Stored submissions (all pages), in id order: id, question_id, question, model,
         scenario, output, metadata, created_at (UTC)."""
-        rows: list[dict] = []
-        while True:
-            page = self._request("GET", "/api/submissions", params={
-                "model": model, "scenario": scenario, "question_id": question_id, "limit": PAGE, "offset": len(rows)})
-            rows.extend(page["submissions"])
-            if len(page["submissions"]) < PAGE:
-                return submissions_frame(rows)
+        rows, _ = self._pages("/api/submissions", "submissions",
+                              {"model": model, "scenario": scenario, "question_id": question_id})
+        return submissions_frame(rows)
 
     # ---- tournaments ------------------------------------------------------------------------
 
@@ -289,11 +303,12 @@ class Client:
                 bar.close()
 
     def judgements(self, tournament: TournamentRef) -> pd.DataFrame:
-        """The tournament's judgements, one row per judged match, calls flattened
+        """The tournament's judgements (all pages), one row per judged match, calls flattened
         (`call_1_first`, `call_1_winner`, `call_1_reason`, ..., `call_2_...`; see
         `joust.frames.judgements_frame`)."""
         tid = tournament_id(tournament)
-        return judgements_frame(self._request("GET", f"/api/tournaments/{tid}/judgements"))
+        rows, rest = self._pages(f"/api/tournaments/{tid}/judgements", "judgements")
+        return judgements_frame({**rest, "judgements": rows})
 
     # ---- boards and judges ------------------------------------------------------------------
 

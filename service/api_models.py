@@ -315,9 +315,10 @@ class SubmissionOut(BaseModel):
 
 
 class SubmissionsOut(BaseModel):
-    """One page of submissions, in id order."""
+    """One page of submissions, in id order; `next` is the next page's URL, null on the last."""
 
     submissions: list[SubmissionOut]
+    next: str | None
 
 
 class TournamentRetried(BaseModel):

@@ -5,7 +5,8 @@ tournament and judgements (ties among them). Every answer must be no server erro
 status code the operation documents, a JSON body conforming to the schema documented for that
 status, and (for a method the path lacks) 405 with an `Allow` header naming the path's methods.
 A read given schema-valid parameters must be accepted, and a request whose parameters or body
-break the schema must be refused.
+break the schema must be refused. The write routes' bodies are in the document (one object, or
+an array of them), so the cases carry bodies too, valid and broken ones.
 
 The run is bounded and reproducible: at most MAX_EXAMPLES generated cases per operation (plus
 schemathesis' coverage cases), derandomized (the seed comes from the test itself). Requests go
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from rq import Queue
 from schemathesis import Case
 from schemathesis.checks import not_a_server_error
@@ -58,6 +59,8 @@ CHECKS = [
 READ_CHECKS = [*CHECKS, positive_data_acceptance]
 
 schema = schemathesis.pytest.from_fixture("api_schema")
+# The routes that read a JSON body, and what the fuzzer must send them: one object, or arrays too.
+BODY_ROUTES = {"/api/submissions": {dict, list}, "/api/tournaments": {dict}, "/api/votes": {dict, list}}
 
 
 @pytest.fixture
@@ -119,3 +122,20 @@ def test_every_operation_with_the_key(case: Case, fuzzed: TestClient) -> None:
 @FUZZ
 def test_every_operation_without_the_key(case: Case, fuzzed: TestClient) -> None:
     answers_as_documented(fuzzed, case, None)
+
+
+@pytest.mark.parametrize(("path", "kinds"), BODY_ROUTES.items())
+def test_the_fuzzer_generates_the_bodies(path: str, kinds: set[type]) -> None:
+    """The bodies are in the document, so the cases above send them (not only parameters)."""
+    document = create_app(Settings(api_key=API_KEY, redis_url="redis://127.0.0.1:9")).openapi()
+    operation = schemathesis.openapi.from_dict(document)[path]["POST"]
+    assert [body.media_type for body in operation.body] == ["application/json"]
+    bodies: list[Any] = []
+
+    @given(operation.as_strategy())
+    @settings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    def collect(case: Case) -> None:
+        bodies.append(case.body)
+
+    collect()
+    assert {type(body) for body in bodies} == kinds

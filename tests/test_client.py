@@ -221,7 +221,7 @@ def test_a_dry_run_is_the_apis_price_and_creates_nothing(api: Client, client: Te
     assert (price.matches, price.calls, price.cached, price.priced) == (6, 12, 0, True)
     assert price.estimated_cost_usd > 0
     assert api.tournament(judge=JUDGE, order="single", questions=["q0"], dry_run=True).calls == 3
-    assert client.get("/api/tournaments").json() == {"tournaments": []}
+    assert client.get("/api/tournaments").json() == {"tournaments": [], "next": None}
     with pytest.raises(TypeError, match="a dry run creates no tournament"):
         api.status(price)  # type: ignore[arg-type]
 
@@ -356,6 +356,24 @@ def test_judgements_frame_is_one_row_per_judgement_with_calls_flattened(api: Cli
         better = min(models[row.a], models[row.b], key=MODELS.index)
         assert models[winner] == better  # the planted preference, read back through the frame
     assert api.judgements(run.id).equals(frame)
+
+
+def test_lists_follow_next_to_the_last_page(api: Client, client: TestClient, judged: tuple) -> None:
+    run, _ = judged
+    asked: list[httpx.URL] = []
+    client.event_hooks["request"].append(lambda request: asked.append(request.url))
+    paged = joust_client(client, page_size=4)
+    assert paged.judgements(run).equals(api.judgements(run)) and len(api.judgements(run)) == 6
+    assert paged.submissions(model="good").equals(api.submissions(model="good"))
+    assert paged.submissions().equals(api.submissions()) and len(api.submissions()) == 6
+    pages = [(u.path, u.params.get("limit"), u.params.get("offset"), u.params.get("model")) for u in asked
+             if u.params.get("limit") == "4"]
+    judgements = f"/api/tournaments/{run.id}/judgements"
+    assert pages == [(judgements, "4", None, None), (judgements, "4", "4", None),
+                     ("/api/submissions", "4", None, "good"),
+                     ("/api/submissions", "4", None, None), ("/api/submissions", "4", "4", None)]
+    with pytest.raises(ValueError, match="page_size"):
+        joust_client(client, page_size=0)
 
 
 def test_judges_frame_equals_the_apis_json(api: Client, client: TestClient, judged: tuple) -> None:

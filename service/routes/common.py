@@ -32,10 +32,12 @@ MAX_LISTED_ERRORS = 5
 # both backends. Larger values are refused (422) by the schema instead of failing in the driver.
 ID_MAX = 2**31 - 1
 OFFSET_MAX = 2**63 - 1
+# A page of a list route (routes.pagination) holds at most this many rows.
+LIMIT_MAX = 10_000
 # A free-text filter matches a stored key (at most KEY_MAX characters, never a NUL character).
 NO_NUL = "^[^\\x00]*$"
 FilterText = Annotated[str, StringConstraints(max_length=KEY_MAX, pattern=NO_NUL)]
-Limit = Annotated[int, Query(ge=1, le=1000, description="at most this many rows")]
+Limit = Annotated[int, Query(ge=1, le=LIMIT_MAX, description="at most this many rows (the page's size)")]
 Offset = Annotated[int, Query(ge=0, le=OFFSET_MAX, description="skip this many rows")]
 TournamentFilter = Annotated[
     int | None, Query(ge=1, le=ID_MAX, description="only this tournament and its scheduled runs")

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Response
 from redis.exceptions import RedisError
 
 from service.api_models import JUDGE_PROVIDERS, AnalysisQueued
+from service.api_views import JudgementOut
 from service.auth import require_run
 from service.queue import JobQueue
 from service.store import Store
@@ -25,19 +26,21 @@ router = APIRouter(prefix="/api/judgements", tags=["judgements"], responses=erro
 JudgementId = Annotated[int, id_path("judgement")]
 
 
-@router.get("/{judgement_id}", responses=error_responses(404, 422))
-def get_judgement(judgement_id: JudgementId, store: Annotated[Store, Depends(get_store)]) -> dict:
+@router.get("/{judgement_id}", response_model=JudgementOut, response_model_exclude_unset=True,
+            responses=error_responses(404, 422))
+def get_judgement(judgement_id: JudgementId, store: Annotated[Store, Depends(get_store)]) -> JudgementOut:
     """The judgement: the question, both sides (model, scenario, output length), the outcome
     for a, whether the orders agreed, every call, tokens, cost, and `analysis`."""
-    return store.get_judgement(judgement_id)
+    return JudgementOut(**store.get_judgement(judgement_id))
 
 
 @router.post(
     "/{judgement_id}/analysis",
     status_code=202,
-    response_model=None,
+    response_model=AnalysisQueued | JudgementOut,
+    response_model_exclude_unset=True,
     responses={**error_responses(401, 403, 404, 409, 422, 503), 202: {"model": AnalysisQueued},
-               200: {"description": "already analysed: the judgement"}},
+               200: {"model": JudgementOut, "description": "already analysed: the judgement"}},
     dependencies=[Depends(require_run)],
 )
 def analyse_tie(
@@ -45,7 +48,7 @@ def analyse_tie(
     response: Response,
     store: Annotated[Store, Depends(get_store)],
     queue: Annotated[JobQueue, Depends(get_queue)],
-) -> dict:
+) -> AnalysisQueued | JudgementOut:
     """Ask the judge of a tied judgement what each side does better and whom each suits."""
     judgement = store.get_judgement(judgement_id)
     if judgement["outcome"] != "TIE":
@@ -56,10 +59,10 @@ def analyse_tie(
     analysis = judgement["analysis"]
     if analysis is not None and "error" not in analysis:
         response.status_code = 200
-        return judgement
+        return JudgementOut(**judgement)
     try:
         job_id = queue.enqueue_analysis(judgement_id)
     except RedisError as exc:
         raise ApiError(503, f"the job queue is unreachable ({exc}); nothing was queued, try again") from None
     response.headers["Location"] = f"/api/judgements/{judgement_id}"
-    return AnalysisQueued(judgement_id=judgement_id, status="queued", job_id=job_id).model_dump()
+    return AnalysisQueued(judgement_id=judgement_id, status="queued", job_id=job_id)

@@ -43,7 +43,30 @@ class KeyIn(BaseModel):
 _REQUEST = TypeAdapter(KeyIn)
 
 
-@router.post("", status_code=201, responses=error_responses(400, 409),
+class KeyOut(BaseModel):
+    """An API key as listed: never its secret; `prefix` (its first characters) recognises it."""
+
+    id: int
+    name: str
+    prefix: str
+    scopes: list[Scope]
+    created_at: float
+    created_by: str | None
+    revoked_at: float | None
+    revoked: bool
+
+
+class IssuedKeyOut(KeyOut):
+    """A new key with its secret, answered once: only its SHA-256 is stored."""
+
+    secret: str
+
+
+class KeysOut(BaseModel):
+    keys: list[KeyOut]
+
+
+@router.post("", status_code=201, response_model=IssuedKeyOut, responses=error_responses(400, 409),
              openapi_extra=request_body(_REQUEST.json_schema()))
 def create_key(
     caller: Annotated[Caller, Depends(require_admin)],
@@ -59,14 +82,14 @@ def create_key(
     return {**key.as_dict(), "secret": secret}
 
 
-@router.get("", dependencies=[Depends(require_admin)])
+@router.get("", response_model=KeysOut, dependencies=[Depends(require_admin)])
 def list_keys(store: Annotated[Store, Depends(get_store)]) -> dict:
     """Every key (revoked ones included): id, name, prefix, scopes, who created it and when,
     revoked_at. Never a secret."""
     return {"keys": [key.as_dict() for key in store.list_api_keys()]}
 
 
-@router.delete("/{key_id}", dependencies=[Depends(require_admin)], responses=error_responses(404))
+@router.delete("/{key_id}", response_model=KeyOut, dependencies=[Depends(require_admin)], responses=error_responses(404))
 def revoke_key(key_id: Annotated[int, id_path("key")], store: Annotated[Store, Depends(get_store)]) -> dict:
     """Revoke a key: from now on it is refused (403). Revoking it again changes nothing."""
     return store.revoke_api_key(key_id).as_dict()

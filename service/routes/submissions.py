@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
 from leaderboard.keys import default_question_id
 from service.api_models import (
     SubmissionIn,
+    SubmissionOut,
     SubmissionRef,
     SubmissionsCreated,
     SubmissionsOut,
@@ -24,8 +25,6 @@ from service.store import NewSubmission, Store
 from .common import (
     ApiError,
     FilterText,
-    Limit,
-    Offset,
     error_responses,
     get_settings,
     get_store,
@@ -33,6 +32,7 @@ from .common import (
     request_body,
     validate,
 )
+from .pagination import Window, window
 
 router = APIRouter(prefix="/api/submissions", tags=["submissions"], responses=error_responses(422))
 
@@ -91,15 +91,15 @@ def create_submissions(
 @router.get("", response_model=SubmissionsOut)
 def list_submissions(
     store: Annotated[Store, Depends(get_store)],
+    page: Annotated[Window, Depends(window)],
+    response: Response,
     model: Annotated[FilterText | None, Query(description="only this generator model")] = None,
     scenario: Annotated[FilterText | None, Query(description="only this prompt scenario")] = None,
     question_id: Annotated[FilterText | None, Query(description="only answers to this question")] = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
-) -> dict[str, list[dict]]:
-    """Submissions in id order, filtered by model, scenario and question id."""
-    return {
-        "submissions": store.list_submissions(
-            model=model, scenario=scenario, question_id=question_id, limit=limit, offset=offset
-        )
-    }
+) -> SubmissionsOut:
+    """Submissions in id order, filtered by model, scenario and question id, a page at a time."""
+    rows = store.list_submissions(
+        model=model, scenario=scenario, question_id=question_id, limit=page.fetch, offset=page.offset
+    )
+    shown, following = page.cut(rows, response)
+    return SubmissionsOut(submissions=[SubmissionOut(**row) for row in shown], next=following)

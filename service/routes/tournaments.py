@@ -28,6 +28,13 @@ from service.api_models import (
     TournamentIn,
     TournamentRetried,
 )
+from service.api_views import (
+    TournamentJudgement,
+    TournamentJudgementsOut,
+    TournamentOut,
+    TournamentsOut,
+    TournamentSummary,
+)
 from service.auth import require_run
 from service.config import OFFLINE_JUDGES, Settings
 from service.cron import next_due
@@ -36,8 +43,6 @@ from service.store import RetryRefused, Store
 
 from .common import (
     ApiError,
-    Limit,
-    Offset,
     error_responses,
     get_queue,
     get_settings,
@@ -47,6 +52,7 @@ from .common import (
     request_body,
     validate,
 )
+from .pagination import Window, window
 
 router = APIRouter(prefix="/api/tournaments", tags=["tournaments"], responses=error_responses(422))
 
@@ -209,36 +215,40 @@ def create_tournament(
     return TournamentCreated(id=run.id, status=status, matches_total=run.matches_total, queued=run.queued)
 
 
-@router.get("")
+@router.get("", response_model=TournamentsOut)
 def list_tournaments(
     store: Annotated[Store, Depends(get_store)],
-    limit: Limit = 100,
-    offset: Offset = 0,
-) -> dict[str, list[dict]]:
-    """Tournaments, newest first, with their match counts."""
-    return {"tournaments": store.list_tournaments(limit=limit, offset=offset)}
+    page: Annotated[Window, Depends(window)],
+    response: Response,
+) -> TournamentsOut:
+    """Tournaments, newest first, with their match counts, a page at a time."""
+    shown, following = page.cut(store.list_tournaments(limit=page.fetch, offset=page.offset), response)
+    return TournamentsOut(tournaments=[TournamentSummary(**row) for row in shown], next=following)
 
 
-@router.get("/{tournament_id}", responses=error_responses(404, 422))
-def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
+@router.get("/{tournament_id}", response_model=TournamentOut, responses=error_responses(404, 422))
+def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> TournamentOut:
     """Status and progress: matches_total, matches_done, matches_failed, the runs a schedule
     started, budget, spent_usd and stopped_reason ("budget" when the budget stopped it)."""
-    return store.get_tournament(tournament_id)
+    return TournamentOut(**store.get_tournament(tournament_id))
 
 
 @router.post(
     "/{tournament_id}/cancel",
+    response_model=TournamentOut,
     responses=error_responses(401, 403, 404, 422),
     dependencies=[Depends(require_run)],
 )
-def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
-    """Cancel the matches not yet judged and stop the schedule; judgements made stay."""
-    return store.cancel_tournament(tournament_id)
+def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> TournamentOut:
+    """Cancel the matches not yet judged and stop the schedule; judgements made stay. The
+    tournament as it stands then."""
+    return TournamentOut(**store.cancel_tournament(tournament_id))
 
 
 @router.post(
     "/{tournament_id}/retry",
     status_code=202,
+    response_model=TournamentRetried,
     responses=error_responses(401, 403, 404, 409, 422),
     dependencies=[Depends(require_run)],
 )
@@ -259,8 +269,18 @@ def retry_tournament(
     return TournamentRetried(id=tournament_id, status="running", retried=len(ids))
 
 
-@router.get("/{tournament_id}/judgements", responses=error_responses(404, 422))
-def tournament_judgements(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> dict:
-    """Per judged match: a, b, outcome ("A" = a won, "B", "TIE"), consistent, and the calls
-    (which submission was shown first, the positional winner, the reason)."""
-    return {"tournament": tournament_id, "judgements": store.tournament_judgements(tournament_id)}
+@router.get("/{tournament_id}/judgements", response_model=TournamentJudgementsOut, response_model_exclude_unset=True,
+            responses=error_responses(404, 422))
+def tournament_judgements(
+    tournament_id: TournamentId,
+    store: Annotated[Store, Depends(get_store)],
+    page: Annotated[Window, Depends(window)],
+    response: Response,
+) -> TournamentJudgementsOut:
+    """Per judged match, in match order, a page at a time: a, b, outcome ("A" = a won, "B",
+    "TIE"), consistent, and the calls (which submission was shown first, the positional winner,
+    the reason)."""
+    rows = store.tournament_judgements(tournament_id, limit=page.fetch, offset=page.offset)
+    shown, following = page.cut(rows, response)
+    return TournamentJudgementsOut(tournament=tournament_id, judgements=[TournamentJudgement(**row) for row in shown],
+                                   next=following)

@@ -25,8 +25,9 @@ RARE = 8  # a judge with fewer than 1 in RARE of the resolved matches is read th
 class Views(Database):
     """Read models over matches and judgements: the listings and the rows ratings are computed from."""
 
-    def tournament_judgements(self, tournament_id: int) -> list[dict]:
-        """The judgements of a tournament's matches, oriented to each match's (a, b)."""
+    def tournament_judgements(self, tournament_id: int, *, limit: int | None = None, offset: int = 0) -> list[dict]:
+        """The judgements of a tournament's matches, oriented to each match's (a, b), in match
+        order: all of them, or `limit` from `offset`; raises NotFound."""
         m, j, sa = s.matches, s.judgements, s.submissions
         with self._read() as conn:
             if conn.execute(select(s.tournaments.c.id).where(s.tournaments.c.id == tournament_id)).first() is None:
@@ -46,6 +47,8 @@ class Views(Database):
                 .join(sa, sa.c.id == m.c.a_id)
                 .where(m.c.tournament_id == tournament_id, m.c.status == "done")
                 .order_by(m.c.id)
+                .limit(limit)
+                .offset(offset)
             ).all()
         return [
             {
