@@ -42,6 +42,15 @@ class SideRow:
     question_id: str
 
 
+@dataclass(frozen=True)
+class StyledRow:
+    """A judgement's sides with both outputs, which style control measures."""
+
+    row: SideRow
+    a_output: str
+    b_output: str
+
+
 def battles_at_level(rows: Iterable[SideRow], level: Level | str) -> list[Battle]:
     """The battles a set of judgements yields at `level`, in the rows' order.
 

@@ -23,6 +23,8 @@ Judge health, for the page and GET /api/judges, is cached apart: `service.judge_
 """
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import threading
 from collections import OrderedDict
@@ -37,6 +39,8 @@ from leaderboard.components import component_bootstrap
 from leaderboard.effects import Effects, fit_effects
 from leaderboard.judges import JudgeChoice, choose_judge
 from leaderboard.players import SideRow, player_of
+from leaderboard.style import StyleUnavailable
+from leaderboard.style_board import ComponentCoefficient, styled_board
 from leaderboard.tally import Tally
 from leaderboard.types import Level, Rating
 from service.judge_roster import OverallRoster, Roster, tournament_roster
@@ -65,6 +69,20 @@ class Board:
     judgements: int
     revision: int
     counts: PairCounts | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Styled:
+    """A board with style control (`leaderboard.style_board`), or why it cannot have it
+    (`unavailable`: battles without outputs), at `revision`."""
+
+    board: Board
+    coefficients: list[ComponentCoefficient]
+    unavailable: str | None
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
 
 
 @dataclass(frozen=True)
@@ -206,6 +224,7 @@ class BoardCache:
         self._filtered: Lru[Board] = Lru(FILTERED)
         self._bootstraps: Lru[Bootstrapped] = Lru(FILTERED)
         self._bootstrap_lock = threading.Lock()  # one resampling at a time: it takes seconds on big boards
+        self._styled: Lru[Styled] = Lru(FILTERED)
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
         self._refit: threading.Thread | None = None
@@ -268,6 +287,23 @@ class BoardCache:
                 rows, revision = self.store.side_rows_since(0, judge=judge)
             result = bootstrap_from_rows(rows, level, k=self.k, revision=revision)
             self._bootstraps.put(key, result)
+            return result
+
+    def styled(self, level: Level, plain: Board, *, judge: str, tournament_id: int | None = None) -> Styled:
+        """One judge's `plain` board with style control, computed once per revision (it reads
+        every output the board's judgements compared, and fits per battle)."""
+        key = (level, tournament_id, judge)
+        with self._bootstrap_lock:
+            cached = self._styled.get(key, plain.revision)
+            if cached is not None:
+                return cached
+            rows = self.store.styled_side_rows(tournament_id=tournament_id, judge=judge)
+            try:
+                found = styled_board(rows, level, plain.rows)
+                result = Styled(dataclasses.replace(plain, rows=found.rows), found.coefficients, None)
+            except StyleUnavailable as exc:
+                result = Styled(plain, [], str(exc))
+            self._styled.put(key, result)
             return result
 
     def _choose(self, tournament_id: int | None, judge: str | None, revision: int) -> JudgeChoice:

@@ -76,6 +76,24 @@ class Intervals(Vocabulary):
     BOOTSTRAP = "bootstrap"
 
 
+class Control(Vocabulary):
+    """`control=`: what the ratings are controlled for."""
+
+    NONE = "none"
+    STYLE = "style"
+
+
+class CoefficientOut(BaseModel):
+    """One style covariate's effect in one component: Elo points per standard deviation of the
+    covariate (the normalised difference in length, markdown headers, list items or bold)."""
+
+    component: int
+    name: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
 class RankedRow(LeaderboardRow):
     """A board row: its component (1 = the largest) and, within it, its rank and the range of
     ranks its 95% interval allows. `bounded` false: the component's verdicts do not bound its
@@ -84,6 +102,9 @@ class RankedRow(LeaderboardRow):
 
     component: int
     bounded: bool = True
+    plain_rating: float | None = None
+    plain_ci_low: float | None = None
+    plain_ci_high: float | None = None
     rank: int
     rank_low: int | None
     rank_high: int | None
@@ -114,6 +135,8 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     intervals: Intervals
     bootstrap_rounds: int | None = None
     bootstrap_seed: int | None = None
+    control: Control = Control.NONE
+    coefficients: list[CoefficientOut] | None = None
 
 
 class EffectRow(BaseModel):
@@ -166,7 +189,14 @@ def row_out(row: Rating, position: int) -> RankedRow:
         rank=int(row.extra.get("rank", position)),
         rank_low=optional_int(row.extra.get("rank_low")),
         rank_high=optional_int(row.extra.get("rank_high")),
+        plain_rating=_optional_finite(row.extra.get("plain_rating")),
+        plain_ci_low=_optional_finite(row.extra.get("plain_ci_low")),
+        plain_ci_high=_optional_finite(row.extra.get("plain_ci_high")),
     )
+
+
+def _optional_finite(value: Any) -> float | None:
+    return None if value is None else finite(value)
 
 
 EffectLine = tuple[str, float | None, float | None, float | None]
@@ -189,6 +219,10 @@ JudgeFilter = Annotated[FilterText | None, Query(
 IntervalsParam = Annotated[Intervals, Query(
     description=f"closed: normal intervals from the fit (the default); bootstrap: {BOOTSTRAP_ROUNDS} resamples "
                 f"of the questions, seed {BOOTSTRAP_SEED}, cached per revision")]
+ControlParam = Annotated[Control, Query(
+    description="style: ratings with the judge's taste for length and markdown removed (Chatbot Arena's style "
+                "control; each row keeps its plain rating in `plain_*`, the response adds the coefficients); "
+                "a board of imported battles without outputs answers 422 saying why")]
 ByLevel = Annotated[By, Query(description="who plays: model, scenario or model+scenario (alias: system; any case)")]
 DimensionFilter = Annotated[
     Dimension | None,  # type: ignore[valid-type]
@@ -204,6 +238,7 @@ def get_leaderboard(
     judge: JudgeFilter = None,
     dimension: DimensionFilter = None,
     intervals: IntervalsParam = Intervals.CLOSED,
+    control: ControlParam = Control.NONE,
 ) -> RankedBoardOut:
     """One judge's board (named, or chosen as the response's `judge_chosen_by` says, the other
     judges linked): players by component of the comparison graph, best first within one, by
@@ -219,7 +254,20 @@ def get_leaderboard(
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
     anchored = spec is not None and spec.anchored and name is None and level is spec.level
     rounds = seed = None
-    if intervals is Intervals.BOOTSTRAP:
+    coefficients = None
+    if control is Control.STYLE:
+        if name is not None or anchored or intervals is Intervals.BOOTSTRAP:
+            raise ApiError(422, "control=style: not with dimension=, intervals=bootstrap or an anchored "
+                                "tournament; leave those out")
+        if choice.judge is not None:
+            styled = boards.styled(level, board, judge=choice.judge, tournament_id=tournament)
+            if styled.unavailable is not None:
+                raise ApiError(422, f"control=style: {styled.unavailable}")
+            board = styled.board
+            coefficients = [CoefficientOut(component=c.component, name=c.coefficient.name,
+                                           value=finite(c.coefficient.value), ci_low=finite(c.coefficient.low),
+                                           ci_high=finite(c.coefficient.high)) for c in styled.coefficients]
+    elif intervals is Intervals.BOOTSTRAP:
         if anchored:
             raise ApiError(422, "intervals=bootstrap: an anchored tournament's board holds its anchors at fixed "
                                 "ratings, and its intervals are the anchored fit's; leave intervals out")
@@ -242,6 +290,8 @@ def get_leaderboard(
         intervals=intervals,
         bootstrap_rounds=rounds,
         bootstrap_seed=seed,
+        control=control,
+        coefficients=coefficients,
     )
 
 

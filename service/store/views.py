@@ -12,7 +12,7 @@ from leaderboard.dimensions import CRITERIA as DIMENSIONS_CRITERIA
 from leaderboard.dimensions import stored_outcome
 from leaderboard.health import HUMAN_PREFIX
 from leaderboard.judges import HUMANS, JudgeSummary
-from leaderboard.players import SideRow
+from leaderboard.players import SideRow, StyledRow
 from leaderboard.types import Winner
 
 from . import schema as s
@@ -113,8 +113,23 @@ class Views(Database):
         """
         if tournament_id is not None and after_seq:
             raise ValueError("after_seq reads the overall board only: a tournament's rows dedupe over all its runs")
-        m, j, t = s.matches, s.judgements, s.tournaments
+        m = s.matches
         query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id).where(m.c.seq > after_seq)
+        return [_side_row(r) for r in self._counted_pairs(query, tournament_id=tournament_id, judge=judge)]
+
+    def styled_side_rows(
+        self, *, tournament_id: int | None = None, judge: str | None = None
+    ) -> list[StyledRow]:
+        """`side_rows` with both outputs, for style control (which measures them)."""
+        m = s.matches
+        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, outputs=True)
+        return [StyledRow(_side_row(r), r.a_output, r.b_output)
+                for r in self._counted_pairs(query, tournament_id=tournament_id, judge=judge)]
+
+    def _counted_pairs(self, query: Select, *, tournament_id: int | None, judge: str | None) -> list[Any]:
+        """The rows of `query` a board counts: overall, the `counted` matches; within a
+        tournament (and its runs), the first match of each (judgement, pair of submissions)."""
+        m, j, t = s.matches, s.judgements, s.tournaments
         if tournament_id is None:
             query = query.where(m.c.counted.is_(True))
         else:
@@ -123,7 +138,7 @@ class Views(Database):
         if judge is not None:
             query = query.join(j, j.c.id == m.c.judgement_id).where(judge_is(j.c.judge, judge))
         seen: set[tuple[int, int, int]] = set()
-        rows: list[SideRow] = []
+        rows = []
         with self._read() as conn:
             for r in conn.execute(query):
                 if tournament_id is not None:
@@ -131,7 +146,7 @@ class Views(Database):
                     if pair in seen:
                         continue
                     seen.add(pair)
-                rows.append(SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id))
+                rows.append(r)
         return rows
 
 
@@ -230,9 +245,14 @@ def judge_is(column: ColumnElement, judge: str, *, indexed: bool = True) -> Colu
     return column == judge
 
 
-def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False) -> Select:
+def _side_row(r: Any) -> SideRow:
+    return SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id)
+
+
+def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False, outputs: bool = False) -> Select:
     """Matches (`done` ones only, by default) with both sides' model and scenario and the
-    question (and, when asked, the output hash of the match's a), in resolve order."""
+    question (and, when asked, the output hash of the match's a, or both outputs), in resolve
+    order."""
     m = s.matches
     sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
     query = (
@@ -245,6 +265,7 @@ def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False) -> S
             sb.c.scenario.label("b_scenario"),
             sa.c.question_id,
             *([sa.c.output_hash.label("match_a_hash")] if match_a_hash else []),
+            *([sa.c.output.label("a_output"), sb.c.output.label("b_output")] if outputs else []),
         )
         .join(sa, sa.c.id == m.c.a_id)
         .join(sb, sb.c.id == m.c.b_id)
