@@ -236,7 +236,7 @@ def test_empty_board(client: TestClient) -> None:
     assert board(client) == {
         "by": "model", "tournament": None, **nobody, "rows": [], "judgements": 0, "revision": 0,
         "dimension": None, "components": 0, "intervals": "closed", "bootstrap_rounds": None, "bootstrap_seed": None,
-        "control": "none", "coefficients": None,
+        "control": "none", "control_note": None, "coefficients": None,
     }
     assert board(client, intervals="bootstrap")["rows"] == []
     assert board(client, "/api/leaderboard/effects") == {

@@ -136,6 +136,7 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     bootstrap_rounds: int | None = None
     bootstrap_seed: int | None = None
     control: Control = Control.NONE
+    control_note: str | None = None  # why a requested control was not applied
     coefficients: list[CoefficientOut] | None = None
 
 
@@ -255,10 +256,12 @@ def get_leaderboard(
     anchored = spec is not None and spec.anchored and name is None and level is spec.level
     rounds = seed = None
     coefficients = None
+    note = None
+    if control is Control.STYLE and (name is not None or anchored or intervals is Intervals.BOOTSTRAP):
+        # a valid request: answered, and the response says it is the plain board, and why
+        control, note = Control.NONE, ("style control is not computed with dimension=, intervals=bootstrap or "
+                                       "an anchored tournament: this is the plain board")
     if control is Control.STYLE:
-        if name is not None or anchored or intervals is Intervals.BOOTSTRAP:
-            raise ApiError(422, "control=style: not with dimension=, intervals=bootstrap or an anchored "
-                                "tournament; leave those out")
         if choice.judge is not None:
             styled = boards.styled(level, board, judge=choice.judge, tournament_id=tournament)
             if styled.unavailable is not None:
@@ -291,6 +294,7 @@ def get_leaderboard(
         bootstrap_rounds=rounds,
         bootstrap_seed=seed,
         control=control,
+        control_note=note,
         coefficients=coefficients,
     )
 
