@@ -44,8 +44,12 @@ def bounds(points: np.ndarray) -> Bounds:
 def _closure(edges: np.ndarray) -> np.ndarray:
     """reach[i, j]: a path of one or more edges leads from i to j (i reaches itself too)."""
     reach = edges | np.eye(len(edges), dtype=bool)
-    while True:  # squaring doubles the path length covered: log2(n) steps
-        wider = (reach.astype(np.uint8) @ reach.astype(np.uint8)) > 0
+    # Squaring doubles the path length covered: about log2(n) steps. In float32 (BLAS, and no
+    # wrap-around: a uint8 product counted 256 paths as none and could loop forever).
+    for _ in range(max(1, int(np.ceil(np.log2(max(len(edges), 2)))) + 1)):
+        as_float = reach.astype(np.float32)
+        wider = (as_float @ as_float) > 0
         if (wider == reach).all():
-            return reach
+            break
         reach = wider
+    return reach

@@ -79,3 +79,12 @@ def test_a_board_shows_no_interval_the_verdicts_do_not_bound() -> None:
     bounded = build_board(field(top_loses=True))  # one loss bounds top: every interval is the data's
     assert all(r.extra["bounded"] for r in bounded)
     assert max(r.ci_high - r.ci_low for r in bounded) < 1000
+
+
+def test_a_long_chain_of_many_players_is_ranked_exactly() -> None:
+    """300 players in a chain of clean wins, each also beating every player below it: more than
+    255 paths between two players, which a byte-sized path count once wrapped to none."""
+    n = 300
+    found = bounds(np.triu(np.ones((n, n)), 1))
+    assert not found.bounded
+    assert found.rank_low.tolist() == list(range(1, n + 1)) == found.rank_high.tolist()
