@@ -49,8 +49,8 @@ from service.routes import (
     keys,
     leaderboard,
     metrics,
-    page,
     scores,
+    site,
     submissions,
     tournaments,
     votes,
@@ -289,7 +289,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, votes, judgements, leaderboard, health, page, judges, scores, docs,
+    for module in (submissions, tournaments, votes, judgements, leaderboard, health, site, judges, scores, docs,
                    keys, metrics):
         app.include_router(module.router)
     return app

@@ -31,7 +31,9 @@ DOCS_ASSETS = {
     "favicon.png": SWAGGER_UI / "favicon.png",
     "docs.js": STATIC / "docs.js",
 }
-STATIC_FILES = {"page.css": STATIC / "page.css"}
+STATIC_FILES = {name: STATIC / name for name in (
+    "page.css", "live.js", "board.js", "favicon.svg",
+)}
 
 DOCS_PAGE = """<!doctype html>
 <html lang="en">
@@ -72,5 +74,5 @@ def docs_asset(name: str) -> FileResponse:
 
 @router.get("/static/{name}")
 def static_file(name: str) -> FileResponse:
-    """The page's stylesheet."""
+    """The pages' stylesheet, scripts and icon."""
     return _file(STATIC_FILES, name, "/static")

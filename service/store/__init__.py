@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .api_keys import ADMIN_NAME, WRITER, ApiKeys, Scope, StoredKey
 from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, RetryRefused
+from .catalog import Catalog, OutputLength, TournamentName
 from .batches import (
     BatchCounts,
     Batches,
@@ -40,10 +41,10 @@ from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
-           "Settled", "Store", "StoredRequest", "StoredVote", "VoteChanged"]
+           "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, ApiKeys, Gauges):
+            Batches, Votes, ApiKeys, Gauges, Catalog):
     """Submissions, tournaments, matches, judgements, scores, batch requests and human votes, in
     SQLite or PostgreSQL."""

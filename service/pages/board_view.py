@@ -1,0 +1,124 @@
+"""A board as the page shows it: typed rows grouped by component, each with its rank range,
+interval, online Elo, record and the player's mean output length.
+
+Why a view of its own: the page shows less than the API where a number would mislead. A group
+whose verdicts do not bound its ratings (`bounded` false, see `leaderboard.bounds`) has ratings
+set by the fit's prior, which order the players and say nothing about distances, so its rows
+show no rating and no interval, only the ranks its wins allow.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from leaderboard.players import player_of
+from leaderboard.types import Level, Rating
+from service.store import OutputLength
+
+FEW_MATCHES = 10  # a player with fewer judgements than this is marked: its interval is wide for a reason
+
+
+@dataclass(frozen=True)
+class RowView:
+    """One player's row; None where the page shows an em dash."""
+
+    rank: int
+    rank_low: int | None
+    rank_high: int | None
+    player: str
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+    bounded: bool
+    elo: float | None
+    wins: int
+    losses: int
+    ties: int
+    matches: int
+    mean_chars: float | None
+
+    @property
+    def few(self) -> bool:
+        return self.matches < FEW_MATCHES
+
+    @property
+    def rank_range(self) -> str:
+        """"2–4" when the interval allows several places; "" when one."""
+        if self.rank_low is None or self.rank_high is None or self.rank_low == self.rank_high:
+            return ""
+        return f"{self.rank_low}–{self.rank_high}"
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """One connected component of the comparison graph: ranked on its own."""
+
+    number: int
+    rows: tuple[RowView, ...]
+    bounded: bool
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """The groups of one board, the largest first, and the shared axis of its interval bars."""
+
+    groups: tuple[GroupView, ...]
+    axis_low: float
+    axis_high: float
+
+    @property
+    def players(self) -> int:
+        return sum(len(g.rows) for g in self.groups)
+
+
+def _finite(value: object) -> float | None:
+    if value is None:
+        return None
+    number = float(value)  # type: ignore[arg-type]
+    return number if math.isfinite(number) else None
+
+
+def mean_lengths(lengths: Iterable[OutputLength], level: Level) -> dict[str, float]:
+    """Each player's mean output length in characters at `level`, weighted by outputs."""
+    chars: dict[str, float] = defaultdict(float)
+    outputs: dict[str, int] = defaultdict(int)
+    for length in lengths:
+        player = player_of(length.model, length.scenario, level)
+        chars[player] += length.mean_chars * length.outputs
+        outputs[player] += length.outputs
+    return {player: chars[player] / outputs[player] for player in chars if outputs[player]}
+
+
+def row_view(row: Rating, position: int, mean_chars: float | None) -> RowView:
+    """One Rating as shown: no rating or interval in an unbounded group."""
+    bounded = bool(row.extra.get("bounded", True))
+    return RowView(
+        rank=int(row.extra.get("rank", position)),
+        rank_low=row.extra.get("rank_low"),
+        rank_high=row.extra.get("rank_high"),
+        player=row.player,
+        rating=_finite(row.rating) if bounded else None,
+        ci_low=_finite(row.ci_low) if bounded else None,
+        ci_high=_finite(row.ci_high) if bounded else None,
+        bounded=bounded,
+        elo=_finite(row.elo),
+        wins=int(row.wins), losses=int(row.losses), ties=int(row.ties), matches=int(row.matches),
+        mean_chars=mean_chars,
+    )
+
+
+def board_view(rows: Sequence[Rating], lengths: dict[str, float]) -> BoardView:
+    """The board's rows by component (in the board's order, which puts the largest first) and
+    an axis spanning every interval, padded, so that all bars share it."""
+    groups: dict[int, list[RowView]] = {}
+    for position, row in enumerate(rows, start=1):
+        groups.setdefault(int(row.extra.get("component", 1)), []).append(
+            row_view(row, position, lengths.get(row.player)))
+    views = tuple(GroupView(number, tuple(members), all(r.bounded for r in members))
+                  for number, members in groups.items())
+    ends = [v for g in views for r in g.rows for v in (r.ci_low, r.ci_high, r.rating) if v is not None]
+    low, high = (min(ends), max(ends)) if ends else (900.0, 1100.0)
+    pad = max((high - low) * 0.05, 10.0)
+    return BoardView(views, low - pad, high + pad)

@@ -1,0 +1,11 @@
+"""The web pages, one router: each page is a module of its own (`page*.py`), listed here once so
+the app includes them all and a new page touches one line."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from . import page, page_judges
+
+router = APIRouter(include_in_schema=False)
+for module in (page, page_judges):
+    router.include_router(module.router)
