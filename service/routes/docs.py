@@ -33,6 +33,9 @@ DOCS_ASSETS = {
 }
 STATIC_FILES = {name: STATIC / name for name in (
     "page.css", "live.js", "board.js", "favicon.svg",
+    # axe-core (MPL-2.0, its notice kept at the top of the file), for accessibility checks of the
+    # pages in a browser (tests/test_browser.py) without a CDN.
+    "axe.min.js",
 )}
 
 DOCS_PAGE = """<!doctype html>
