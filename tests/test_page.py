@@ -1,10 +1,9 @@
-"""The page's judge-health and rubric-score tables, over a real app and real store data:
-verdicts imported with the positions they were shown in, verdicts stored and resolved the way a
-worker stores them (jobs taken from the real Redis queue), and rubric scores added to the store."""
+"""The judges page's health tables and the board page's rubric scores, over a real app and real
+store data: verdicts imported with the positions they were shown in, verdicts stored and resolved
+the way a worker stores them (jobs taken from the real Redis queue), and rubric scores added to
+the store. The board itself: tests/test_page_board.py."""
 from __future__ import annotations
 
-import html
-import re
 import statistics
 
 import pytest
@@ -17,6 +16,7 @@ from service.config import DEFAULT_JUDGE, Settings
 from service.store import NewJudgement, Store
 from service.store.imports import ImportedJudgement, NewScore
 from tests.api_fixtures import store_of
+from tests.page_text import heads, rows_of, tables, visible
 
 KEY = "page-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -39,30 +39,18 @@ def submit(client: TestClient, outputs: dict[str, str], question: str = "q1", sc
     return {model: s["id"] for model, s in zip(outputs, response.json()["submissions"])}
 
 
-def page(client: TestClient) -> str:
-    response = client.get("/")
+def page(client: TestClient, path: str = "/") -> str:
+    response = client.get(path)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/html")
     return response.text
 
 
-def table(text: str, caption: str) -> str:
-    """The HTML of the table with this caption."""
-    assert f"<caption>{caption}" in text, f"no {caption!r} table"
-    return text.split(f"<caption>{caption}")[1].split("</table>")[0]
-
-
-def cells(text: str, caption: str) -> list[list[str]]:
-    """The body rows of a table as the text a reader sees in each cell."""
-    body = table(text, caption).split("<tbody>")[1]
-    return [
-        [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
-        for row in re.findall(r"<tr>(.*?)</tr>", body)
-    ]
-
-
 def health_rows(text: str) -> dict[str, list[str]]:
-    return {row[0]: row[1:] for row in cells(text, "Judge health")}
+    """The judges page's rows by judge: LLM and imported judges, then human voters."""
+    found = tables(text)
+    rows = found["LLM and imported judges"] + found.get("Human voters", [])
+    return {row[0]: row[1:] for row in rows if len(row) > 1}
 
 
 def call(first: int | None, winner: str, **extra: object) -> dict:
@@ -93,9 +81,9 @@ def import_battles(client: TestClient) -> dict[str, int]:
 
 def test_judge_health_shows_each_judges_figures(client: TestClient) -> None:
     import_battles(client)
-    text = page(client)
+    text = page(client, "/judges")
     rows = health_rows(text)
-    assert list(rows) == [PANEL, JUDGE]  # one row per judge, by name
+    assert list(rows) == [JUDGE, PANEL]  # one row per judge: LLM judges, then people
     # calls, consistency, first position, ties, parse failures, longer wins, human agreement (with
     # ties, without)
     assert rows[JUDGE] == [
@@ -111,10 +99,10 @@ def test_judge_health_shows_each_judges_figures(client: TestClient) -> None:
     assert rows[PANEL] == ["3", "—", "—", "0.0%", "—", "0.0%", "—", "—"]  # the longer answer never won a vote
     # the same judges as the API serves, with the same figures
     api = {h["judge"]: h for h in client.get("/api/judges").json()["judges"]}
-    assert list(api) == list(rows)
+    assert sorted(api) == sorted(rows)
     assert api[JUDGE]["first_position_win_rate"] == 0.75 and api[JUDGE]["human_pairs"] == 2
-    legend = text.split("<caption>Judge health")[1].split("</table>")[1].split("</p>")[0]
-    assert "50% means no position bias" in legend
+    assert "First position of the calls naming a winner, the share won by the answer shown first; 50% means no " \
+           "position bias." in visible(text)  # each figure explained in one line
 
 
 def test_user_text_in_the_new_tables_is_escaped(client: TestClient) -> None:
@@ -126,14 +114,16 @@ def test_user_text_in_the_new_tables_is_escaped(client: TestClient) -> None:
         ImportedJudgement("e1", shown, other, Winner.B, [call(shown, "B")]),
     ])
     store.add_scores([NewScore(shown, "rubric/<b>bold</b>", "compqa", 11.0)])
-    text = page(client)
-    assert "<script" not in text.lower() and "<img" not in text and "<i>" not in text and "<b>" not in text
-    health = table(text, "Judge health")
-    assert "<td>&lt;script&gt;alert(&#x27;judge&#x27;)&lt;/script&gt;</td>" in health
-    assert health_rows(text)[EVIL][:2] == ["1", "—"]
-    scores = table(text, "Rubric scores")
-    assert "<th class=num>rubric/&lt;b&gt;bold&lt;/b&gt;</th>" in scores
-    assert "<td>&lt;img src=x onerror=alert(1)&gt;</td><td>&lt;i&gt;terse&lt;/i&gt;</td>" in scores
+    for path in ("/judges", "/", f"/?judge={EVIL}"):
+        text = page(client, path)
+        assert "<script" not in text.lower().replace('<script src="/static/', "") and "<img" not in text
+        assert "<i>" not in text and "<b>" not in text
+    judges = page(client, "/judges")
+    assert "&lt;script&gt;alert(&#39;judge&#39;)&lt;/script&gt;" in judges
+    assert health_rows(judges)[EVIL][:2] == ["1", "—"]
+    board = page(client)
+    assert heads(board)["Rubric scores"][2] == "rubric/<b>bold</b>"  # shown as text
+    assert rows_of(board, "Rubric scores")[0][:2] == ["<img src=x onerror=alert(1)>", "<i>terse</i>"]
 
 
 def test_rubric_scores_per_system_and_judge(client: TestClient) -> None:
@@ -152,11 +142,10 @@ def test_rubric_scores_per_system_and_judge(client: TestClient) -> None:
         NewScore(first["b"], "rubric/other-criteria", "dimensions", 5.0),  # not a compqa score
     ])
     text = page(client)
-    head = table(text, "Rubric scores").split("<tbody>")[0]
-    assert re.findall(r"<th(?: [^>]*)?>(.*?)</th>", head) == ["Model", "Scenario", "rubric/one", "rubric/two"]
+    assert heads(text)["Rubric scores"] == ["Model", "Scenario", "rubric/one", "rubric/two"]
     spread = statistics.stdev([10.0, 12.0, 17.0])
     assert f"{spread:.1f}" == "3.6"
-    assert cells(text, "Rubric scores") == [
+    assert rows_of(text, "Rubric scores") == [
         ["a", "default", "13.0 ± 1.4 (2)", "13.0 ± 3.6 (3)"],
         ["b", "default", "9.0 ± — (1)", "—"],  # one score has no spread; judge two never scored b
     ]
@@ -168,11 +157,11 @@ def test_rubric_scores_per_system_and_judge(client: TestClient) -> None:
 
 def test_page_without_judgements(client: TestClient) -> None:
     text = page(client)
-    assert cells(text, "Judge health") == [["No judgements yet."]]
     assert "Rubric scores" not in text
-    assert "No judgements yet at this level." in text and "No tournaments yet." in text
+    assert "No judgements yet at this level." in text
+    assert rows_of(page(client, "/judges"), "LLM and imported judges") == [["No judgements yet."]]
     submit(client, {"a": "x", "b": "yy"})  # submissions alone judge nothing
-    assert cells(page(client), "Judge health") == [["No judgements yet."]]
+    assert rows_of(page(client, "/judges"), "LLM and imported judges") == [["No judgements yet."]]
 
 
 def start(client: TestClient, queue: Queue, question: str) -> list[int]:
@@ -216,13 +205,13 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(clie
     # calls, consistency, first position, ties, parse failures, longer wins, human agreement (with
     # ties, without)
     expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—", "—"]
-    assert health_rows(page(client))[DEFAULT_JUDGE] == expected
-    assert health_rows(page(client))[DEFAULT_JUDGE] == expected
+    assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE] == expected
+    assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE] == expected
     assert cache.computations == 1  # the second load at the same revision reused the first
 
     # an unreadable verdict fails its match without resolving anything: still recomputed
     store.fail_match(third, "VerdictParseError: no verdict in the reply", final=True)
-    assert health_rows(page(client))[DEFAULT_JUDGE][4] == "40.0%"  # (1 reminded + 1 failed) / (4 + 1)
+    assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE][4] == "40.0%"  # (1 reminded + 1 failed) / (4 + 1)
     assert cache.computations == 2
     page(client)
     assert cache.computations == 2
@@ -230,5 +219,5 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(clie
     submit(client, {"m1": "1" * 10, "m2": "2" * 20}, question="q2")
     (fourth,) = start(client, queue, "q2")
     judge_both_orders(store, fourth)
-    assert health_rows(page(client))[DEFAULT_JUDGE][:5] == ["6", "100.0%", "50.0%", "0.0%", "28.6%"]  # (1 + 1) / (6 + 1)
+    assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE][:5] == ["6", "100.0%", "50.0%", "0.0%", "28.6%"]  # (1 + 1) / (6 + 1)
     assert cache.computations == 3

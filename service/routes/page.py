@@ -24,9 +24,10 @@ from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
 from leaderboard.types import Level
 from service.api_models import By
 from service.boards import Board, BoardCache, EffectsAt
-from service.pages.board_view import BoardView, board_view, mean_lengths
+from service.pages.board_view import board_view, mean_lengths
+from service.pages.figures import BoardFigures, Figure, draw_board, latest_history
 from service.pages.render import Mark, mark_of, not_modified, render
-from service.store import NotFound, Store
+from service.store import NotFound, Store, TournamentName
 
 from .common import get_store
 from .leaderboard import effect_rows, get_boards
@@ -149,8 +150,9 @@ def page(
         "api": "/api/leaderboard?" + urlencode({k: v for k, v in {
             "judge": choice.judge, "by": level.value, "tournament": tournament, "dimension": dimension}.items()
             if v is not None}),
-        "charts": charts_of(board, view, choice, level, tournament),
     }
+    context["figures"], context["history"] = figures_of(store, board, choice, level, tournament,
+                                                        context["form"]["tournaments"])
     return render(request, "board.html", context, mark=mark, title="Leaderboard")
 
 
@@ -189,9 +191,18 @@ def form_context(store: Store, choice: JudgeChoice, level: Level, tournament: in
     }
 
 
-def charts_of(board: Board, view: BoardView, choice: JudgeChoice, level: Level, tournament: int | None) -> dict:
-    """The board's pictures (filled in by service.charts)."""
-    return {}
+def figures_of(store: Store, board: Board, choice: JudgeChoice, level: Level, tournament: int | None,
+               names: list[TournamentName]) -> tuple[BoardFigures, Figure | None]:
+    """The board's pictures (heatmap cells linked to the judgements between the two players),
+    and the history of the tournament in scope, or of the newest scheduled one."""
+    def href(row: str, column: str) -> str:
+        return judgements_link(choice.judge, level, row, column, tournament)
+
+    drawn = draw_board(board.rows, board.counts, href)
+    scoped = [n for n in names if n.id == tournament] if tournament is not None else names
+    if tournament is not None and not scoped:  # a run of a schedule, or an import's layer
+        scoped = [TournamentName(tournament, f"tournament {tournament}", "scoped", None)]
+    return drawn, latest_history(store, scoped, level if level is not Level.SYSTEM else Level.MODEL)
 
 
 def problem_page(request: Request, store: Store, mark: Mark, message: str, status: int,
