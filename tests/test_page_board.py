@@ -163,7 +163,7 @@ def test_pictures_of_a_bounded_board_link_to_their_judgements(client: TestClient
     seed(client, random.Random(8))
     text = get(client, f"/?judge={JUDGE}")
     assert text.count('class="chart chart-bar"') == 3  # one bar per row, on the board's axis
-    assert 'class="chart chart-intervals"' in text and text.count('class="chart chart-heatmap"') == 2
+    assert 'class="chart chart-intervals"' in text and text.count('class="chart chart-heatmap-') == 2
     cell = f'href="/judgements?judge={JUDGE.replace("/", "%2F")}&amp;by=model&amp;player=x&amp;opponent=y"'
     assert cell in text  # a heatmap cell opens the judgements between its two players
     assert "The data as a table" in text  # each chart's text alternative
@@ -173,4 +173,4 @@ def test_an_unbounded_board_draws_no_ratings(client: TestClient) -> None:
     seed(client, random.Random(9))
     text = get(client, f"/?judge={OTHER}")  # y won every game against x
     assert "chart-bar" not in text and "chart-intervals" not in text  # the prior's numbers are not drawn
-    assert text.count('class="chart chart-heatmap"') == 2  # who beat whom is still shown
+    assert text.count('class="chart chart-heatmap-') == 2  # who beat whom is still shown
