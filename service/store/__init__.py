@@ -27,24 +27,26 @@ from .batches import (
     StoredRequest,
 )
 from .exports import Exports
+from .failures import FailedMatch, FailureGroup, FailureReport, Failures
 from .gauges import Gauges, JudgeTotals
 from .health import Health
 from .imports import Imports
 from .judgements import Judgements
 from .matches import Matches
 from .rounds import Rounds
+from .runs import RunList, RunRow, Runs
 from .scores import Scores
 from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
 from .votes import StoredVote, VoteChanged, Votes
 
-__all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "MatchContext", "NeededRequest",
+__all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
-           "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged"]
+           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, ApiKeys, Gauges, Catalog):
+            Batches, Votes, ApiKeys, Gauges, Catalog, Runs, Failures):
     """Submissions, tournaments, matches, judgements, scores, batch requests and human votes, in
     SQLite or PostgreSQL."""

@@ -76,16 +76,12 @@ class Tournaments(Database):
     def get_tournament(self, tournament_id: int) -> dict:
         """A tournament with its match counts (and, for batch delivery, its batches and
         requests); raises NotFound."""
-        t, m = s.tournaments, s.matches
+        t = s.tournaments
         with self._read() as conn:
             row = conn.execute(select(t).where(t.c.id == tournament_id)).first()
             if row is None:
                 raise NotFound(f"no tournament {tournament_id}")
-            counts = dict(
-                conn.execute(
-                    select(m.c.status, func.count()).where(m.c.tournament_id == tournament_id).group_by(m.c.status)
-                ).all()
-            )
+            counts = match_counts(conn, [tournament_id])[tournament_id]
             runs = conn.execute(
                 select(t.c.id).where(t.c.parent_id == tournament_id).order_by(t.c.id)
             ).scalars().all()
@@ -102,19 +98,18 @@ class Tournaments(Database):
             raise NotFound(f"no tournament {tournament_id}")
         return RunSpec.from_json(spec)
 
-    def list_tournaments(self, *, limit: int = 100, offset: int = 0) -> list[dict]:
-        """Tournaments, newest first, with their counts."""
-        t, m = s.tournaments, s.matches
+    def list_tournaments(self, *, limit: int = 100, offset: int = 0, top_level: bool = False) -> list[dict]:
+        """Tournaments, newest first, with their counts (one grouped query for the page's
+        counts and two for its spend, whatever its length). `top_level`: only those that are
+        no run of another (a schedule's runs and an import's layers are left to `Runs.runs_of`)."""
+        t = s.tournaments
+        query = select(t).order_by(t.c.id.desc()).limit(limit).offset(offset)
+        if top_level:
+            query = query.where(t.c.parent_id.is_(None))
         with self._read() as conn:
-            rows = conn.execute(select(t).order_by(t.c.id.desc()).limit(limit).offset(offset)).all()
+            rows = conn.execute(query).all()
             ids = [r.id for r in rows]
-            counts: dict[int, dict[str, int]] = {i: {} for i in ids}
-            for tid, status, n in conn.execute(
-                select(m.c.tournament_id, m.c.status, func.count())
-                .where(m.c.tournament_id.in_(ids))
-                .group_by(m.c.tournament_id, m.c.status)
-            ):
-                counts[tid][status] = n
+            counts = match_counts(conn, ids)
             spent = _spend(conn, ids)
         return [_tournament_view(r, counts[r.id], None, spent.get(r.id, 0.0)) for r in rows]
 
@@ -284,6 +279,20 @@ class Tournaments(Database):
                 .order_by(m.c.id)
             ).all()
         return [{"id": r.id, "status": r.status, "job_id": r.job_id} for r in rows]
+
+
+def match_counts(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Tournament id -> its matches counted by status (every id present), one grouped query
+    answered from the index on (tournament_id, status)."""
+    m = s.matches
+    counts: dict[int, dict[str, int]] = {i: {} for i in tournament_ids}
+    for tid, status, n in conn.execute(
+        select(m.c.tournament_id, m.c.status, func.count())
+        .where(m.c.tournament_id.in_(list(tournament_ids)))
+        .group_by(m.c.tournament_id, m.c.status)
+    ):
+        counts[tid][status] = n
+    return counts
 
 
 def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
