@@ -86,6 +86,7 @@ class FakeAnthropic:
         self._replies: deque[str] = deque()
         self._received: list[Received] = []
         self._requests = 0
+        self._arrivals: list[float] = []  # time.monotonic() of each live request's arrival
         self._count_tokens = 0
         self._batch_messages = 0
         self._in_flight = 0
@@ -193,6 +194,11 @@ class FakeAnthropic:
         with self._lock:
             return self._requests
 
+    def arrivals(self) -> list[float]:
+        """When each live Messages API request arrived (`time.monotonic()`, this process's clock)."""
+        with self._lock:
+            return list(self._arrivals)
+
     @property
     def replies(self) -> int:
         """Live requests answered with a message the client could read (status 200)."""
@@ -264,6 +270,7 @@ class FakeAnthropic:
         fault: str | None = None
         with self._lock:
             self._requests += 1
+            self._arrivals.append(at)
             decide, latency, api_key, number = self.decide, self.latency_s, self.api_key, self._requests
             if self._limiter.active and (api_key is None or key == api_key):
                 admission = self._limiter.admit(cost.input_tokens, cost.max_tokens, at)
