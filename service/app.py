@@ -20,6 +20,8 @@ from the app, see routes.docs), no framing, no sniffing, no referrer.
 from __future__ import annotations
 
 import logging
+import random
+import secrets
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -279,6 +281,9 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
+    # The vote page's pairs and sides (service.routes.page_vote): unpredictable to voters; a test
+    # replaces it with a seeded one.
+    app.state.vote_rng = random.Random(secrets.randbits(128))
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics, metrics=app.state.metrics)
     app.add_middleware(SecurityHeaders)  # 413s of BodyLimit get the headers too

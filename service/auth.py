@@ -10,6 +10,10 @@ key that made them (`created_by`, through `service.store.WRITER`).
 Reads are open unless JOUST_PRIVATE=1; then every request but GET /api/health needs a key of any
 scope, sent as a Bearer key or, for a browser, as HTTP Basic credentials whose password is the
 key (the user name is ignored): the page answers 401 with a Basic challenge, so the browser asks.
+Two exceptions: the vote page (`/vote`) asks for its own key, a voter key it keeps in a cookie
+only it receives, and shows nothing but its sign-in form without one (`service.pages.voter`),
+so a voter needs no other key; and the pages' static files (the package's own stylesheet,
+scripts and icon, the same in every joust) are public, so that form is styled without a prompt.
 
 Statuses: no (or a non-Bearer) key on a write is a 401 with `WWW-Authenticate: Bearer`; a key that
 is unknown or revoked is a 403, and so is a key without the scope a route needs (the message
@@ -35,8 +39,11 @@ from service.store import ADMIN_NAME, WRITER, Scope, Store
 
 # For the OpenAPI document (the routes read the header themselves, see `caller_of`).
 bearer = HTTPBearer(auto_error=False, description="The API key `joust up` prints (or JOUST_API_KEY), or a named key.")
-# Paths anyone may read, even with JOUST_PRIVATE=1.
-PUBLIC_PATHS = frozenset({"/api/health"})
+# Paths anyone may read, even with JOUST_PRIVATE=1: the health probe, and the vote page, which
+# checks its voter's key itself (its cookie) and shows nothing else without one.
+PUBLIC_PATHS = frozenset({"/api/health", "/vote"})
+# Path prefixes anyone may read: the package's static files, which hold no data.
+PUBLIC_PREFIXES = ("/static/",)
 CHALLENGE = "Bearer"
 BROWSER_CHALLENGE = 'Basic realm="joust", charset="UTF-8"'
 
@@ -132,10 +139,11 @@ require_api_key = require_admin
 
 
 async def private_reads(request: Request) -> None:
-    """An app-wide dependency: with JOUST_PRIVATE=1 every route but PUBLIC_PATHS needs a key
-    (any scope; Bearer, or Basic for a browser): 401 with both challenges without one, 403 with
-    one that is not valid. Without JOUST_PRIVATE it does nothing."""
-    if not request.app.state.settings.private or request.url.path in PUBLIC_PATHS:
+    """An app-wide dependency: with JOUST_PRIVATE=1 every route but PUBLIC_PATHS and
+    PUBLIC_PREFIXES needs a key (any scope; Bearer, or Basic for a browser): 401 with both
+    challenges without one, 403 with one that is not valid. Without JOUST_PRIVATE it does nothing."""
+    path = request.url.path
+    if not request.app.state.settings.private or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
         return
     if await identify(request, basic=True) is None:
         raise ApiError(

@@ -30,7 +30,7 @@ SHOTS = REPO / "test-output" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-PAGES = ["/", "/?by=system", "/judges", "/tournaments", "/tournaments/1"]
+PAGES = ["/", "/?by=system", "/judges", "/tournaments", "/tournaments/1", "/vote"]
 
 
 @dataclass

@@ -32,7 +32,7 @@ DOCS_ASSETS = {
     "docs.js": STATIC / "docs.js",
 }
 STATIC_FILES = {name: STATIC / name for name in (
-    "page.css", "live.js", "board.js", "favicon.svg",
+    "page.css", "live.js", "board.js", "favicon.svg", "vote.js",
     # axe-core (MPL-2.0, its notice kept at the top of the file), for accessibility checks of the
     # pages in a browser (tests/test_browser.py) without a CDN.
     "axe.min.js",

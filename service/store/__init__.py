@@ -39,14 +39,15 @@ from .scores import Scores
 from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
+from .vote_pairs import VotePair, VotePairs
 from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
-           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged"]
+           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, ApiKeys, Gauges, Catalog, Runs, Failures):
-    """Submissions, tournaments, matches, judgements, scores, batch requests and human votes, in
-    SQLite or PostgreSQL."""
+            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures):
+    """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
+    the pairs put to voters, in SQLite or PostgreSQL."""

@@ -40,11 +40,18 @@ def migrate(conn: Connection) -> None:
         _upgrade_6_to_7(conn)
     if version is not None and version < 8:
         _upgrade_7_to_8(conn)
+    _add_indexes(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
     if conn.execute(select(counters.c.value).where(counters.c.name == "resolved")).first() is None:
         conn.execute(counters.insert().values(name="resolved", value=0))
+
+
+def _add_indexes(conn: Connection) -> None:
+    """Indexes added to an existing table without a version bump (create_all makes them only
+    with a new table): created where missing, a no-op on every later start."""
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_judgements_pair ON judgements (a_id, b_id)"))
 
 
 def _upgrade_1_to_2(conn: Connection) -> None:

@@ -117,6 +117,9 @@ judgements = Table(
 )
 Index("ix_judgements_judge", judgements.c.judge)
 Index("ix_judgements_match", judgements.c.match_id)
+# A pair's verdicts (the vote page asks which pairs of a question an LLM judge judged). Added
+# after version 8 without a bump: `migrations.migrate` creates it where it is missing.
+Index("ix_judgements_pair", judgements.c.a_id, judgements.c.b_id)
 
 matches = Table(
     "matches",
