@@ -182,3 +182,35 @@ def test_no_wcag_violations(site: Site, page: Any, path: str) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= DESKTOP["width"]
     shoot(page, slug(path))
     assert axe_violations(page, site.url) == []
+
+
+def human_agreement(site: Site, judge: str) -> tuple[float | None, int]:
+    """`GET /api/judges`' agreement of `judge` with people, and on how many votes it rests."""
+    [health] = [h for h in site.call("GET", "/api/judges")["judges"] if h["judge"] == judge]
+    return health["human_agreement"], health["human_votes"]
+
+
+def test_votes_cast_by_keyboard_reach_judge_health(site: Site, page: Any) -> None:
+    key = site.call("POST", "/api/keys", {"name": "carol", "scopes": ["vote"]})["secret"]
+    _, before = human_agreement(site, JUDGE)
+    page.goto(site.url + "/vote")
+    page.fill("#voter-key", key)
+    page.locator("form.sign-in button").click()
+    page.wait_for_selector("#vote-form")
+    assert page.locator("#vote-keys").is_visible()  # the script announces the shortcuts
+    outputs = page.locator(".answer .output").all_inner_texts()
+    assert len(outputs) == 2 and all(o.startswith("[") for o in outputs)
+    assert not any(m in page.locator(".ballot h2").all_inner_texts() for m in MODELS)  # anonymous
+    shoot(page, "vote")
+    for n, key_press in enumerate(("1", "2", "t")):
+        page.keyboard.press(key_press)
+        page.wait_for_selector("p.receipt")
+        assert f"{n + 1} vote" in page.locator("p.voter").inner_text()
+    receipt = page.locator("p.receipt").inner_text()
+    assert "It was" in receipt and any(m in receipt for m in MODELS)  # revealed after the vote
+    agreement, votes = human_agreement(site, JUDGE)
+    assert votes >= before + 3 and agreement is not None
+    page.goto(site.url + "/judges")
+    row = page.locator("tr", has=page.locator(f"a:text-is('{JUDGE}')")).first
+    assert "pair" in row.inner_text()  # the page shows the judge's agreement with people now
+    assert "human/carol" in page.locator("main").inner_text()
