@@ -221,3 +221,18 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(clie
     judge_both_orders(store, fourth)
     assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE][:5] == ["6", "100.0%", "50.0%", "0.0%", "28.6%"]  # (1 + 1) / (6 + 1)
     assert cache.computations == 3
+
+
+def test_the_reference_humans_are_chosen_on_the_page(client: TestClient) -> None:
+    ids = import_battles(client)
+    a, c = ids["a"], ids["c"]
+    store_of(client).import_judgements(name="bob", source="test", judge="human/bob", criteria="overall", rows=[
+        ImportedJudgement("bob1", a, c, Winner.B, [call(None, "B")]),  # c over a: the judge said a
+    ])
+    every = health_rows(page(client, "/judges"))[JUDGE]
+    bob = health_rows(page(client, "/judges?humans=human/bob"))[JUDGE]
+    assert every[-2] == "50.0% (2 pairs)" and bob[-2] == "0.0% (1 pair)"  # as GET /api/judges?humans= says
+    assert client.get(f"/api/judges?humans=human/bob&judge={JUDGE}").json()["judges"][0]["human_agreement"] == 0.0
+    assert 'value="human/bob" checked' in page(client, "/judges?humans=human/bob")
+    wrong = client.get("/judges?humans=human/nobody")
+    assert wrong.status_code == 422 and "no votes by human/nobody" in wrong.text

@@ -38,6 +38,17 @@ FIGURES = (
 )
 
 
+def chosen_humans(values: list[str], known: tuple[str, ...]) -> frozenset[str] | None | str:
+    """The reference humans the form chose (None: every voter), or what is wrong with the choice."""
+    names = frozenset(v.strip() for value in values for v in value.split(",") if v.strip())
+    if not names:
+        return None
+    unknown = sorted(names - set(known))
+    if unknown:
+        return f"no votes by {', '.join(n[:80] for n in unknown[:10])}: the voters are {', '.join(known) or 'none yet'}"
+    return names
+
+
 @router.get("/judges", response_class=HTMLResponse, include_in_schema=False)
 def judges_page(
     request: Request,
@@ -49,9 +60,16 @@ def judges_page(
     cached = not_modified(request, mark)
     if cached is not None:
         return cached
-    latest = health.current()
+    every = health.current()
+    chosen = chosen_humans(request.query_params.getlist("humans"), every.humans)
+    if isinstance(chosen, str):
+        return render(request, "problem.html", {"message": chosen, "known": []}, mark=mark, title="Judges",
+                      status=422, live=False)
+    latest = every if chosen is None else health.current(chosen)
     context = {
         "health": latest,
+        "voters": every.humans,
+        "chosen": set(latest.humans) if chosen is not None else set(),
         "figures": FIGURES,
         "llm_judges": [h for h in latest.judges if not h.judge.startswith(HUMAN_PREFIX)],
         "human_judges": [h for h in latest.judges if h.judge.startswith(HUMAN_PREFIX)],
