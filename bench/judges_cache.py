@@ -9,7 +9,8 @@ times in-process:
 
 - `scratch`: `Store.judge_health()`, what GET /api/judges did on every request before the cache;
 - `hit`: `JudgeHealthCache.current()` with nothing new (a revision read and a parse-failure count);
-- `after`: the first `current()` after one more judgement lands, which recomputes once.
+- `after`: the first `current()` after one more judgement lands, which refreshes once (reading
+  that judgement only, then reporting from the running tally).
 
 The last line prints `ratio <scratch p50 / hit p95>`. Everything is deleted on exit.
 """
@@ -110,7 +111,7 @@ def main() -> None:
     hit_p50, hit_p95 = statistics.median(hits), hits[int(0.95 * (len(hits) - 1))]
     print(f"scratch p50 {scratch_p50 * 1000:.1f} ms (3 runs)")
     print(f"hit     p50 {hit_p50 * 1000:.2f} ms, p95 {hit_p95 * 1000:.2f} ms ({args.hits} requests)")
-    print(f"after one new judgement: {after * 1000:.1f} ms (one recomputation)")
+    print(f"after one new judgement: {after * 1000:.1f} ms (one refresh)")
     print(f"ratio {scratch_p50 / hit_p95:.0f}")
 
 

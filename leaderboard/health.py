@@ -151,41 +151,98 @@ def relative(record: JudgementRecord, call: CallRecord) -> Winner | None:
     return None
 
 
+@dataclass
+class Counts:
+    """What one judge's figures are shares of, summed over its records. Each rule of the module
+    docstring is applied here once, per record, so counts can be added as records land (a running
+    tally, `leaderboard.health_tally`) and give what a computation from scratch gives."""
+
+    judgements: int = 0
+    calls: int = 0
+    both_orders: int = 0  # both-order judgements: consistency's denominator
+    consistent: int = 0
+    positioned: int = 0  # calls with a winner and a known first answer
+    first_won: int = 0
+    ties: int = 0
+    flagged: int = 0  # calls that record `reminded`
+    reminded: int = 0
+    sized: int = 0  # calls with a winner whose answers differ in length
+    longer_won: int = 0
+
+    def add(self, record: JudgementRecord) -> None:
+        """Count one more record."""
+        calls = record.calls
+        self.judgements += 1
+        self.calls += len(calls)
+        if len(calls) == 2 and calls[0].first != calls[1].first:
+            first, second = relative(record, calls[0]), relative(record, calls[1])
+            if first is not None and second is not None:
+                self.both_orders += 1
+                self.consistent += first == second
+        longer = None
+        if record.a_length is not None and record.b_length is not None and record.a_length != record.b_length:
+            longer = Winner.A if record.a_length > record.b_length else Winner.B
+        for c in calls:
+            if c.winner is Winner.TIE:
+                self.ties += 1
+            elif relative(record, c) is not None:
+                self.positioned += 1
+                self.first_won += c.winner is Winner.A
+            if c.reminded is not None:
+                self.flagged += 1
+                self.reminded += bool(c.reminded)
+            if longer is not None:
+                winner = _call_winner(record, c)
+                if winner is not None and winner is not Winner.TIE:
+                    self.sized += 1
+                    self.longer_won += winner is longer
+
+    @property
+    def consistency(self) -> float | None:
+        return share(self.consistent, self.both_orders)
+
+    @property
+    def first_position_win_rate(self) -> float | None:
+        return share(self.first_won, self.positioned)
+
+    @property
+    def tie_rate(self) -> float | None:
+        return share(self.ties, self.calls)
+
+    @property
+    def longer_wins_rate(self) -> float | None:
+        return share(self.longer_won, self.sized)
+
+    def parse_failure_rate(self, failed_matches: int = 0) -> float | None:
+        return share(self.reminded + failed_matches, self.flagged + failed_matches)
+
+
+def counts_of(records: Iterable[JudgementRecord]) -> Counts:
+    """The counts of `records` (of one judge, for its figures)."""
+    counts = Counts()
+    for r in records:
+        counts.add(r)
+    return counts
+
+
 def consistency(records: Iterable[JudgementRecord]) -> float | None:
     """Share of both-order judgements whose two orders agree."""
-    agree = total = 0
-    for r in records:
-        if len(r.calls) != 2:
-            continue
-        first, second = (relative(r, c) for c in r.calls)
-        if first is None or second is None or r.calls[0].first == r.calls[1].first:
-            continue
-        total += 1
-        agree += first == second
-    return share(agree, total)
+    return counts_of(records).consistency
 
 
 def first_position_win_rate(records: Iterable[JudgementRecord]) -> float | None:
     """Share of calls won by the answer shown first, among calls with a winner and a known position."""
-    won = total = 0
-    for r in records:
-        for c in r.calls:
-            if c.winner is not Winner.TIE and relative(r, c) is not None:
-                total += 1
-                won += c.winner is Winner.A
-    return share(won, total)
+    return counts_of(records).first_position_win_rate
 
 
 def tie_rate(records: Iterable[JudgementRecord]) -> float | None:
     """Share of calls answering TIE."""
-    calls = [c for r in records for c in r.calls]
-    return share(sum(c.winner is Winner.TIE for c in calls), len(calls))
+    return counts_of(records).tie_rate
 
 
 def parse_failure_rate(records: Iterable[JudgementRecord], failed_matches: int = 0) -> float | None:
     """(reminded calls + matches failed unparseable) / (calls recording `reminded` + those matches)."""
-    flagged = [c for r in records for c in r.calls if c.reminded is not None]
-    return share(sum(bool(c.reminded) for c in flagged) + failed_matches, len(flagged) + failed_matches)
+    return counts_of(records).parse_failure_rate(failed_matches)
 
 
 def _call_winner(record: JudgementRecord, call: CallRecord) -> Winner | None:
@@ -199,18 +256,7 @@ def _call_winner(record: JudgementRecord, call: CallRecord) -> Winner | None:
 
 def longer_wins_rate(records: Iterable[JudgementRecord]) -> float | None:
     """Among calls with a winner and answers of different lengths, share won by the longer one."""
-    won = total = 0
-    for r in records:
-        if r.a_length is None or r.b_length is None or r.a_length == r.b_length:
-            continue
-        longer = Winner.A if r.a_length > r.b_length else Winner.B
-        for c in r.calls:
-            winner = _call_winner(r, c)
-            if winner is None or winner is Winner.TIE:
-                continue
-            total += 1
-            won += winner is longer
-    return share(won, total)
+    return counts_of(records).longer_wins_rate
 
 
 def pair_verdict(record: JudgementRecord) -> tuple[tuple[int, int], Winner]:
@@ -242,16 +288,19 @@ def human_agreement(
     `decided` keeps only comparisons where both name a winner: how often they pick the same
     one, apart from how often each says tie (MT-Bench's agreement "without ties").
     """
+    # votes compared per pair (without ties when `decided`), counted once rather than per record
+    sizes = {pair: sum(n for w, n in counted.items() if not decided or w is not Winner.TIE)
+             for pair, counted in votes.items()}
     agree = total = 0
     pairs: set[tuple[int, int]] = set()
     for r in records:
         pair, verdict = pair_verdict(r)
-        counted = Counter({w: n for w, n in votes.get(pair, Counter()).items() if not decided or w is not Winner.TIE})
-        if not counted or (decided and verdict is Winner.TIE):
+        size = sizes.get(pair, 0)
+        if not size or (decided and verdict is Winner.TIE):
             continue
         pairs.add(pair)
-        total += sum(counted.values())
-        agree += counted[verdict]
+        total += size
+        agree += votes[pair][verdict]
     return Agreement(share(agree, total), len(pairs), total)
 
 
@@ -294,31 +343,49 @@ def health_report(
     """The health of every judge with records or parse failures (only `judges` when given),
     sorted by name, against the votes of `humans` (every human judge among `records` when None),
     and the agreement between those votes."""
+    listed = list(records)
+    counts: dict[str, Counts] = defaultdict(Counts)
+    for r in listed:
+        counts[r.judge].add(r)
+    return assemble_report(counts, listed, parse_failures, judges, humans)
+
+
+def assemble_report(
+    counts: Mapping[str, Counts],
+    compared: Iterable[JudgementRecord],
+    parse_failures: Mapping[str, int] | None = None,
+    judges: Collection[str] | None = None,
+    humans: Collection[str] | None = None,
+) -> HealthReport:
+    """`health_report` from each judge's counts and the records the human figures read:
+    `compared` must hold every record of the reference set's judges and every record on a pair
+    they voted on (every record will do; a running tally keeps only those)."""
     failures = dict(parse_failures or {})
-    by_judge: dict[str, list[JudgementRecord]] = defaultdict(list)
-    for r in records:
-        by_judge[r.judge].append(r)
-    reference = sorted(set(humans) if humans is not None else {name for name in by_judge if is_human(name)})
-    votes = human_votes((r for name in reference for r in by_judge.get(name, ())), reference)
-    names = set(by_judge) | {name for name, n in failures.items() if n}
+    reference = sorted(set(humans) if humans is not None else {name for name in counts if is_human(name)})
+    wanted = set(reference)
+    own: dict[str, list[JudgementRecord]] = defaultdict(list)
+    for r in compared:
+        own[r.judge].append(r)
+    votes = human_votes((r for name in reference for r in own.get(name, ())), reference)
+    names = {name for name, c in counts.items() if c.judgements} | {name for name, n in failures.items() if n}
     if judges is not None:
         names &= set(judges)
+    nothing = Agreement(None, 0, 0)
     out = []
     for name in sorted(names):
-        own = by_judge.get(name, [])
-        nothing = Agreement(None, 0, 0)
-        compared = name not in reference
-        agreement = human_agreement(own, votes) if compared else nothing
-        decided = human_agreement(own, votes, decided=True) if compared else nothing
+        mine = counts.get(name) or Counts()
+        compared_here = name not in wanted
+        agreement = human_agreement(own.get(name, ()), votes) if compared_here else nothing
+        decided = human_agreement(own.get(name, ()), votes, decided=True) if compared_here else nothing
         out.append(JudgeHealth(
             judge=name,
-            calls=sum(len(r.calls) for r in own),
-            judgements=len(own),
-            consistency=consistency(own),
-            first_position_win_rate=first_position_win_rate(own),
-            tie_rate=tie_rate(own),
-            parse_failure_rate=parse_failure_rate(own, failures.get(name, 0)),
-            longer_wins_rate=longer_wins_rate(own),
+            calls=mine.calls,
+            judgements=mine.judgements,
+            consistency=mine.consistency,
+            first_position_win_rate=mine.first_position_win_rate,
+            tie_rate=mine.tie_rate,
+            parse_failure_rate=mine.parse_failure_rate(failures.get(name, 0)),
+            longer_wins_rate=mine.longer_wins_rate,
             human_agreement=agreement.rate,
             human_pairs=agreement.pairs,
             human_votes=agreement.votes,

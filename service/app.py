@@ -12,6 +12,10 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
 - 500 answers `{"error": "internal server error"}`; the traceback goes to the log.
 - 405 carries `Allow` with every method the path has (Starlette names only one route's).
 
+Answers of GZIP_MINIMUM_BYTES or more are gzipped when the request accepts it (Starlette's
+GZipMiddleware; a streamed answer is compressed chunk by chunk, one that already names its
+encoding is left alone).
+
 Every response carries the security headers of `SECURITY_HEADERS` (`SecurityHeaders`): a
 Content-Security-Policy that allows scripts, styles, images, fonts and requests from the app
 itself only (no inline script or style: the page links its stylesheet, /docs loads Swagger UI
@@ -32,6 +36,7 @@ from fastapi.responses import JSONResponse
 from redis import Redis
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -51,6 +56,7 @@ from service.routes import (
     keys,
     leaderboard,
     metrics,
+    revision,
     scores,
     site,
     submissions,
@@ -66,6 +72,11 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+# Answers from GZIP_MINIMUM_BYTES up are gzipped for a client that accepts it (a page or a board
+# shrinks several times; below that the header costs more than it saves), at zlib's default level:
+# level 9 spends several times the CPU for a few percent, and a page must stay fast.
+GZIP_MINIMUM_BYTES = 1000
+GZIP_LEVEL = 6
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -285,6 +296,8 @@ def create_app(settings: Settings) -> FastAPI:
     # replaces it with a seeded one.
     app.state.vote_rng = random.Random(secrets.randbits(128))
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Inside HttpMetrics, so a request's time includes compressing its answer.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM_BYTES, compresslevel=GZIP_LEVEL)
     app.add_middleware(HttpMetrics, metrics=app.state.metrics)
     app.add_middleware(SecurityHeaders)  # 413s of BodyLimit get the headers too
     app.add_middleware(RequestId)  # outermost: every line logged for a request carries its id
@@ -295,6 +308,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
     for module in (submissions, tournaments, votes, judgements, leaderboard, health, site, judges, scores, docs,
-                   keys, metrics):
+                   keys, metrics, revision):
         app.include_router(module.router)
     return app

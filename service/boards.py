@@ -367,12 +367,14 @@ class BoardCache:
                         self._latest_effects.popitem(last=False)
         return fitted
 
-    def effects_soon(self, wait_s: float = 1.0, *, judge: str | None = None) -> EffectsAt | None:
+    def effects_soon(self, wait_s: float = 1.0, *, judge: str | None = None, stale_ok: bool = False,
+                     ) -> EffectsAt | None:
         """One judge's effects over all tournaments, for the page: current when they can be
         fitted within `wait_s`, else the last fit (its revision says how old; None before the
-        first) while the refit goes on in the background. Why: the fit reads every judgement of
-        the judge (seconds at a million), and the page must not wait for it; the boards
-        themselves are always current.
+        first) while the refit goes on in the background. `stale_ok`: once there is a fit, never
+        wait, serve it (a page during a tournament must not wait for each refit). Why: the fit
+        reads every judgement of the judge (seconds at a million), and the page must not wait for
+        it; the boards themselves are always current.
         """
         revision = self.store.revision()
         with self._lock:
@@ -384,6 +386,8 @@ class BoardCache:
                                                daemon=True)
                 self._refit.start()
             refit = self._refit
+            if stale_ok and latest is not None:
+                return latest
         refit.join(wait_s)
         with self._lock:
             return self._latest_effects.get(judge)

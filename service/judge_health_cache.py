@@ -1,30 +1,43 @@
-"""Judge health for GET /api/judges and the page from one result, current on every request.
+"""Judge health for GET /api/judges and the pages from one running tally per app.
 
-Why: `leaderboard.health` has no running tally, so judge health is computed from every stored
-judgement at once (`Store.judge_health`), which takes seconds at a million. The API and the page
-therefore share one result per app, keyed the way the boards are (`service.boards`): by the
-store's revision (the `resolved` counter, one indexed row; a judgement moves it when its match is
-resolved with it) together with the per-judge count of matches failed with an unreadable verdict
-(`Store.parse_failures`), which fail without moving the revision. Each request reads both first:
-when neither moved since the last computation that result is served, else it is recomputed, so a
-request made after a judgement lands always sees it. Recomputing is single-flight: requests that
-arrive together at a new revision wait for one computation rather than each reading everything.
+Why: computed from scratch, judge health reads every stored judgement (seconds at a million), and
+a tournament adds judgements all the time. So the cache keeps a `leaderboard.health_tally`: each
+refresh reads only the judgements stored since the last one (`Store.health_records_since`, by
+id) and adds them; only the first reads everything. A result is keyed the way the boards are
+(`service.boards`): by the store's revision (the `resolved` counter, one indexed row; a judgement
+moves it when its match is resolved with it) together with the per-judge count of matches failed
+with an unreadable verdict (`Store.parse_failures`), which fail without moving the revision.
+
+Two ways to ask:
+- `current()` (GET /api/judges, which promises current figures) reads both first: when neither
+  moved since the last result, that result is served, else the cache refreshes and the caller
+  waits for it, so a request made after a judgement lands always sees it.
+- `soon()` (the pages) never waits for a refresh once there is a result: it serves the latest
+  one, whose `revision` says how old it is, and starts a refresh in a background thread when it
+  is stale; only the very first computation is waited for, and only up to `wait_s`.
+Refreshing is single-flight: one at a time per app, whoever asks; callers of `current()` that
+arrive during one wait for it rather than each reading the judgements again.
 
 A result also depends on the human reference set (`?humans=`): one result is kept for every human
 judge (the page's and the default), and a few more (`REFERENCE_SETS`, the least recently computed
-first out) for chosen sets, each under the same rule.
+first out) for chosen sets, each under the same rule. All of them come from the one tally.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from leaderboard.health import JudgeHealth, VoterAgreement
+from leaderboard.health_tally import HealthTally
 from service.store import Store
 
+log = logging.getLogger(__name__)
+
 REFERENCE_SETS = 8  # results kept for chosen human reference sets, besides the default one
+CHUNK = 100_000  # judgements read per query while catching up, to bound memory on a cold start
 Humans = frozenset[str] | None  # a human reference set; None: every human judge
 
 
@@ -51,36 +64,103 @@ class HealthAt:
         return [h for h in self.judges if judge is None or h.judge == judge]
 
 
+def reference_key(humans: Collection[str] | None) -> Humans:
+    """The cache key of a reference set."""
+    return None if humans is None else frozenset(humans)
+
+
 class JudgeHealthCache:
-    """The latest judge health of one store; `computations` counts the full computations (each
-    reads every judgement), so a test can tell a served result from a recomputed one."""
+    """The latest judge health of one store; `computations` counts the refreshes (each reads the
+    judgements stored since the one before, every judgement the first time), so a test can tell
+    a served result from a refreshed one."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.computations = 0
         # by reference set; entries are replaced whole, so reading one needs no lock
         self._latest: OrderedDict[Humans, HealthAt] = OrderedDict()
-        self._computing = threading.Lock()
+        self._computing = threading.Lock()  # held by the one refresh at a time, with the tally
+        self._tally = HealthTally()
+        self._read_upto = 0  # the judgement id the tally holds every judgement up to
+        self._threads_lock = threading.Lock()
+        self._threads: dict[Humans, threading.Thread] = {}  # background refreshes, by reference set
 
     def current(self, humans: Collection[str] | None = None) -> HealthAt:
         """Every judge's health against the votes of `humans` (every human judge when None),
-        including every judgement resolved and every match failed before this call; recomputed
-        only when one of them moved since the last computation for that reference set."""
-        key: Humans = None if humans is None else frozenset(humans)
-        revision = self.store.revision()
-        failures = self.store.parse_failures()
+        including every judgement resolved and every match failed before this call; refreshed
+        only when one of them moved since the last result for that reference set."""
+        key = reference_key(humans)
+        revision, failures = self.store.revision(), self.store.parse_failures()
         latest = self._latest.get(key)
         if latest is not None and latest.covers(revision, failures):
             return latest
+        return self._refresh(key, revision, failures)
+
+    def soon(self, wait_s: float = 1.0, humans: Collection[str] | None = None) -> HealthAt | None:
+        """The latest health against `humans` at once, current or not (its `revision` says up to
+        where), refreshed in the background when it is stale. Before the first result there is
+        nothing to serve: that computation is waited for up to `wait_s`, then None (the page says
+        it is being computed). Why: a page must not wait seconds for judge health while a
+        tournament writes; GET /api/judges, which promises current figures, asks `current()`."""
+        key = reference_key(humans)
+        revision, failures = self.store.revision(), self.store.parse_failures()
+        latest = self._latest.get(key)
+        if latest is not None and latest.covers(revision, failures):
+            return latest
+        refresh = self._refresh_in_background(key)
+        if latest is not None:
+            return latest
+        refresh.join(wait_s)
+        return self._latest.get(key)
+
+    def _refresh_in_background(self, key: Humans) -> threading.Thread:
+        """The refresh of `key` running in the background: the one already running, else a new one."""
+        with self._threads_lock:
+            thread = self._threads.get(key)
+            if thread is None or not thread.is_alive():
+                thread = self._threads[key] = threading.Thread(
+                    target=self._refresh_quietly, args=(key,), name="joust-judge-health", daemon=True)
+                thread.start()
+            return thread
+
+    def _refresh_quietly(self, key: Humans) -> None:
+        try:
+            self._refresh(key, self.store.revision(), self.store.parse_failures())
+        except Exception:  # the page keeps the latest result; GET /api/judges reports the error
+            log.exception("refreshing judge health failed")
+        finally:
+            with self._threads_lock:
+                if self._threads.get(key) is threading.current_thread():
+                    del self._threads[key]
+
+    def _refresh(self, key: Humans, revision: int, failures: Mapping[str, int]) -> HealthAt:
+        """The result for `key` covering `revision` and `failures` (read before the judgements,
+        so the result holds at least what they count): the one a refresh that held the lock
+        meanwhile made, else the tally brought up to date and reported."""
         with self._computing:
-            latest = self._latest.get(key)  # a request that held the lock may have computed it meanwhile
+            latest = self._latest.get(key)
             if latest is not None and latest.covers(revision, failures):
                 return latest
             self.computations += 1
-            report = self.store.health_report(humans=key)
+            self._catch_up()
+            report = self._tally.report(failures, key)
             fresh = HealthAt(report.judges, report.humans, report.voters, revision, failures)
             self._keep(key, fresh)
             return fresh
+
+    def _catch_up(self) -> None:
+        """Add the judgements stored since the tally last read; on any error start over rather
+        than half-add."""
+        try:
+            while True:
+                records, upto = self.store.health_records_since(self._read_upto, limit=CHUNK)
+                self._tally.add(records)
+                self._read_upto = upto
+                if len(records) < CHUNK:
+                    return
+        except BaseException:
+            self._tally, self._read_upto = HealthTally(), 0
+            raise
 
     def _keep(self, key: Humans, fresh: HealthAt) -> None:
         """Keep `fresh` for `key` (under the lock); beyond REFERENCE_SETS chosen sets, drop the least recent."""

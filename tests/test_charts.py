@@ -228,6 +228,8 @@ def test_heatmap_cells_link_where_href_gives_an_address() -> None:
         ["/judgements?a=a&b=b", "/judgements?a=a&b=c", "/judgements?a=b&b=a", "/judgements?a=b&b=c"])
     assert all(a.find(f"{SVG}rect") is not None and a.find(f"{SVG}title") is not None for a in links)
     assert find(parse(draw_heatmap(head_to_head(SMALL), id_prefix="wr")), "a") == []
+    assert root.get("role") == "group"  # links inside an "img" could not be reached
+    assert parse(draw_heatmap(head_to_head(SMALL), id_prefix="wr")).get("role") == "img"
 
 
 def test_head_to_head_takes_a_boards_order() -> None:

@@ -174,3 +174,19 @@ def test_an_unbounded_board_draws_no_ratings(client: TestClient) -> None:
     text = get(client, f"/?judge={OTHER}")  # y won every game against x
     assert "chart-bar" not in text and "chart-intervals" not in text  # the prior's numbers are not drawn
     assert text.count('class="chart chart-heatmap-') == 2  # who beat whom is still shown
+
+
+def test_a_page_with_effects_still_being_refitted_is_fetched_again(client: TestClient) -> None:
+    seed(client, random.Random(10), questions=2)
+    assert "etag" in client.get(f"/?judge={JUDGE}").headers  # the first fit was waited for: all current
+    submit(client, {"x": "one more", "y": "and another"}, "q50")
+    ids = [s["id"] for s in client.get("/api/submissions?question_id=q50").json()["submissions"]]
+    store_of(client).import_judgements(name="more", source="test", judge=JUDGE, criteria="overall",
+                                       rows=[verdict("late", ids[0], ids[1], "A")])
+    stale = client.get(f"/?judge={JUDGE}")  # the effects are refitted in the background; the page does not wait
+    assert "etag" not in stale.headers and 'data-mark="' in stale.text and '~pending"' in stale.text
+    assert "newer being added" in visible(stale.text)
+    cache = client.app.state.boards  # type: ignore[attr-defined]
+    assert cache.effects_soon(wait_s=30, judge=JUDGE).revision == store_of(client).revision()
+    fresh = client.get(f"/?judge={JUDGE}")
+    assert "etag" in fresh.headers and "~pending" not in fresh.text

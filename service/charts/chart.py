@@ -93,17 +93,19 @@ def check_prefix(id_prefix: str) -> str:
 
 
 def document(kind: str, width: float, height: float, id_prefix: str, title: str, summary: str,
-             body: str) -> str:
+             body: str, *, role: str = "img") -> str:
     """The <svg> around `body`: a role, a title and a description assistive technology reads,
     a viewBox so that it scales, and classes (`chart`, `chart-<kind>`) for the page's stylesheet.
 
     Its width and height are its natural size: the stylesheet's `max-width: 100%; height: auto`
-    shrinks it to a phone's width, and a small chart is never blown up to a wide one's size."""
+    shrinks it to a phone's width, and a small chart is never blown up to a wide one's size.
+    `role` "group" for a chart holding links: an "img" hides its children from assistive
+    technology, and links inside it could not be reached."""
     p = check_prefix(id_prefix)
     w, h = num(width), num(height)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-{kind}" viewBox="0 0 {w} {h}" '
-        f'width="{w}" height="{h}" role="img" aria-labelledby="{p}-title" aria-describedby="{p}-desc" '
+        f'width="{w}" height="{h}" role="{role}" aria-labelledby="{p}-title" aria-describedby="{p}-desc" '
         f'fill="{INK}" font-size="{FONT_SIZE}"><title id="{p}-title">{esc(title)}</title>'
         f'<desc id="{p}-desc">{esc(summary)}</desc>{body}</svg>'
     )

@@ -141,7 +141,7 @@ def draw_heatmap(matrix: HeadToHead, measure: Measure = Measure.WIN_RATE, *, id_
     title = title or ("Win rates, row player against column player" if measure is Measure.WIN_RATE
                       else "Judgements between each pair of players")
     return Chart(document(f"heatmap-{measure.value}".replace("_", "-"), width, height, id_prefix, title,
-                          summary, "".join(parts)), summary, table)
+                          summary, "".join(parts), role="img" if href is None else "group"), summary, table)
 
 
 def describe(matrix: HeadToHead, measure: Measure) -> tuple[str, Table]:

@@ -25,6 +25,9 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from service.store import Store
+
+PENDING = "~pending"  # added to a page's shown mark while a part of it is still being computed
 NAV = (
     ("/", "Board"),
     ("/tournaments", "Tournaments"),
@@ -107,19 +110,25 @@ def not_modified(request: Request, mark: Mark) -> Response | None:
 
 
 def render(request: Request, template: str, context: Mapping[str, Any], *, mark: Mark,
-           title: str, status: int = 200, live: bool = True) -> HTMLResponse:
+           title: str, status: int = 200, live: bool = True, pending: bool = False) -> HTMLResponse:
     """`template` rendered into the page layout (`base.html`): the navigation with `request`'s
     page marked current, the live stamp at `mark`, an ETag on it. `live` False: a page that must
-    not change under its reader (the vote page) has no live script."""
+    not change under its reader (the vote page) has no live script.
+
+    `pending`: a part of the page was served from an older background computation (the effects
+    being refitted) that may finish without the store moving: such a page has no ETag, and its
+    stamp's mark differs from the store's, so the live script fetches it again at its next look."""
+    shown = Mark(mark.revision, mark.mark + PENDING) if pending else mark
     body = ENV.get_template(template).render(
-        **context, title=title, path=request.url.path, mark=mark, live=live,
+        **context, title=title, path=request.url.path, mark=shown, live=live,
         updated=time.strftime("%H:%M:%S", time.gmtime()),
     )
-    headers = {"ETag": etag_of(mark, request), "Cache-Control": "no-cache"}
+    headers = {"Cache-Control": "no-cache"} if pending else {"ETag": etag_of(mark, request),
+                                                             "Cache-Control": "no-cache"}
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
-def mark_of(store: Any) -> Mark:
-    """The store's change mark (`Store.page_mark` where the store has one, else its revision)."""
-    revision = store.revision()
-    return Mark(revision, str(revision))
+def mark_of(store: Store) -> Mark:
+    """The store's change mark (`Store.page_mark`): one read of two counters."""
+    now = store.page_mark()
+    return Mark(now.revision, now.mark)

@@ -1,9 +1,10 @@
 """Judge health over the API: how far each judge can be trusted, beside the boards it feeds.
 
 The statistics are computed by `leaderboard.health` (their definitions are in its docstring) from
-every stored judgement, which takes seconds at a million, so this route and the page share the
-app's one `JudgeHealthCache` (service.judge_health_cache): it is recomputed only when a judgement
-was resolved or a match failed unparseable since the last computation, never served stale.
+every stored judgement, so this route and the page share the app's one `JudgeHealthCache`
+(service.judge_health_cache), a running tally that reads each judgement once: this route asks it
+for `current()` figures, refreshed first when a judgement was resolved or a match failed
+unparseable since the last result, never served stale.
 
 `?humans=` chooses the human reference set (every human judge by default): names of human judges,
 `human/<voter>`, repeated or separated by commas. A name that is not a human judge's is refused

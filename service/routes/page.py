@@ -153,7 +153,8 @@ def page(
     }
     context["figures"], context["history"] = figures_of(store, board, choice, level, tournament,
                                                         context["form"]["tournaments"])
-    return render(request, "board.html", context, mark=mark, title="Leaderboard")
+    pending = effects is None or effects.revision < board.revision
+    return render(request, "board.html", context, mark=mark, title="Leaderboard", pending=pending)
 
 
 def effects_of(cache: BoardCache, choice: JudgeChoice, tournament: int | None, board: Board) -> EffectsAt | None:
@@ -163,7 +164,7 @@ def effects_of(cache: BoardCache, choice: JudgeChoice, tournament: int | None, b
         return EffectsAt(fit_effects([]), board.revision)
     if tournament is not None:
         return cache.effects(tournament_id=tournament, judge=choice.judge)
-    return cache.effects_soon(judge=choice.judge)
+    return cache.effects_soon(judge=choice.judge, stale_ok=True)
 
 
 def scores_of(store: Store) -> list[dict]:

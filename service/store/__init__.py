@@ -32,6 +32,7 @@ from .gauges import Gauges, JudgeTotals
 from .health import Health
 from .imports import Imports
 from .judgements import Judgements
+from .marks import Marks, PageMark
 from .matches import Matches
 from .rounds import Rounds
 from .runs import RunList, RunRow, Runs
@@ -43,11 +44,11 @@ from .vote_pairs import VotePair, VotePairs
 from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
-           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "RequestStatus", "RetryRefused",
+           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
            "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures):
+            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks):
     """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
     the pairs put to voters, in SQLite or PostgreSQL."""

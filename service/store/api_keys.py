@@ -118,7 +118,7 @@ class ApiKeys(Database):
         secret = new_secret()
         t = s.api_keys
         try:
-            with self._write() as conn:
+            with self._write(shown=False) as conn:  # no page shows keys
                 if conn.execute(select(t.c.id).where(t.c.name == name)).first() is not None:
                     raise Conflict(f"a key named {name!r} exists (names are never reused, revoked keys' included)")
                 new_id = conn.execute(t.insert().values(
@@ -147,7 +147,7 @@ class ApiKeys(Database):
     def revoke_api_key(self, key_id: int) -> StoredKey:
         """Revoke a key (again: no change); raises NotFound."""
         t = s.api_keys
-        with self._write() as conn:
+        with self._write(shown=False) as conn:  # no page shows keys
             conn.execute(update(t).where(t.c.id == key_id, t.c.revoked_at.is_(None)).values(revoked_at=self._clock()))
             row = conn.execute(select(t).where(t.c.id == key_id)).first()
         if row is None:

@@ -8,6 +8,12 @@ failing half-way. On PostgreSQL, a write transaction first takes one transaction
 lock (`WRITE_LOCK`, per database), the same queue across machines, so two writers never both pass
 a check and never deadlock on each other's row locks; and a read transaction is REPEATABLE READ,
 one snapshot for all its statements, as a SQLite read transaction is.
+
+Every write transaction also adds one to the `changes` counter before it commits (`_write`),
+unless it declares that it changes nothing a page shows (`shown=False`): the pages poll that
+counter with the `resolved` one (`marks.Marks.page_mark`) to learn, in one indexed read, whether
+anything they show may have changed. One counter moved by the one write path, rather than a bump
+in each method, so a new kind of write cannot forget it.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from sqlalchemy import create_engine, event, func, select, update
+from sqlalchemy import case, create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from leaderboard.spec import RunSpec
@@ -28,6 +34,7 @@ from .migrations import migrate
 ACTIVE = ("pending", "queued", "running")
 # The PostgreSQL advisory lock every write transaction takes first (the bytes of "joust").
 WRITE_LOCK = 0x6A6F757374
+COUNTER_MAX = 2**31 - 1  # the `counters` table's integer column on PostgreSQL
 
 
 class Conflict(Exception):
@@ -135,7 +142,7 @@ class Database:
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
         self._postgres = self.engine.dialect.name == "postgresql"
-        with self._write() as conn:
+        with self._write(shown=False) as conn:
             migrate(conn)
 
     def close(self) -> None:
@@ -143,12 +150,16 @@ class Database:
         self.engine.dispose()
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, *, shown: bool = True) -> Iterator[Connection]:
+        """One write transaction; unless `shown` is False (nothing a page shows can change), it
+        moves the `changes` counter as it commits. A transaction that raises moves nothing."""
         with self.engine.connect().execution_options(immediate=True) as conn:
             with conn.begin():
                 if self._postgres:  # wait for the writer before us to commit (see the module doc)
                     conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK)))
                 yield conn
+                if shown:
+                    note_change(conn)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -157,6 +168,15 @@ class Database:
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 yield conn
+
+
+def note_change(conn: Connection) -> None:
+    """Move the `changes` counter (inside the caller's write transaction), back to 0 after
+    COUNTER_MAX: it only has to differ from the last value read, and a 32-bit PostgreSQL integer
+    that every write moves would overflow within months, failing every write."""
+    c = s.counters
+    moved = case((c.c.value < COUNTER_MAX, c.c.value + 1), else_=0)
+    conn.execute(update(c).where(c.c.name == s.CHANGES).values(value=moved))
 
 
 def stop_run(conn: Connection, tournament_id: int, now: float, status: str, reason: str) -> bool:

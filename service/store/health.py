@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Collection
+from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Select, func, or_, select
 
 from leaderboard.health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
 from leaderboard.spec import RunSpec
@@ -32,30 +33,51 @@ def _calls(raw: str) -> tuple[CallRecord, ...]:
     return tuple(out)
 
 
+def _records_query(*extra: Any) -> Select:
+    """Judgements as health records read them, in id order: with both outputs' lengths."""
+    j = s.judgements
+    sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
+    return (
+        select(j.c.judge, j.c.a_id, j.c.b_id, j.c.outcome, j.c.calls,
+               func.length(sa.c.output).label("a_length"), func.length(sb.c.output).label("b_length"), *extra)
+        .join(sa, sa.c.id == j.c.a_id)
+        .join(sb, sb.c.id == j.c.b_id)
+        .order_by(j.c.id)
+    )
+
+
+def _record(r: Any) -> JudgementRecord:
+    return JudgementRecord(judge=r.judge, a_id=r.a_id, b_id=r.b_id, outcome=WINNERS[r.outcome], calls=_calls(r.calls),
+                           a_length=r.a_length, b_length=r.b_length)
+
+
 class Health(Database):
     """What judge health is computed from: every judgement once, and parse-failed matches."""
 
     def health_records(self, judge: str | None = None) -> list[JudgementRecord]:
         """Every judgement of `judge` (of all judges when None), plus every human judgement
         (a judge's agreement with humans needs them), with both outputs' lengths."""
-        j = s.judgements
-        sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
-        query = (
-            select(j.c.judge, j.c.a_id, j.c.b_id, j.c.outcome, j.c.calls,
-                   func.length(sa.c.output).label("a_length"), func.length(sb.c.output).label("b_length"))
-            .join(sa, sa.c.id == j.c.a_id)
-            .join(sb, sb.c.id == j.c.b_id)
-            .order_by(j.c.id)
-        )
+        query = _records_query()
         if judge is not None:
+            j = s.judgements
             query = query.where(or_(j.c.judge == judge, j.c.judge.startswith(HUMAN_PREFIX, autoescape=True)))
         with self._read() as conn:
+            return [_record(r) for r in conn.execute(query)]
+
+    def health_records_since(
+        self, after_id: int = 0, *, limit: int | None = None
+    ) -> tuple[list[JudgementRecord], int]:
+        """The judgements stored after judgement `after_id` (at most `limit`), in id order, and
+        the id read up to (`after_id` when none). Judgements are never changed or deleted, and
+        ids are handed out in commit order (writers queue, see `base`), so reading on from the
+        id read up to misses none and reads none twice: a running tally
+        (`leaderboard.health_tally`) reads only what is new."""
+        query = _records_query(s.judgements.c.id).where(s.judgements.c.id > after_id)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._read() as conn:
             rows = conn.execute(query).all()
-        return [
-            JudgementRecord(judge=r.judge, a_id=r.a_id, b_id=r.b_id, outcome=WINNERS[r.outcome], calls=_calls(r.calls),
-                            a_length=r.a_length, b_length=r.b_length)
-            for r in rows
-        ]
+        return [_record(r) for r in rows], (rows[-1].id if rows else after_id)
 
     def parse_failures(self, judge: str | None = None) -> dict[str, int]:
         """Per judge (its tournament's spec), how many matches failed with VerdictParseError."""

@@ -13,7 +13,17 @@ from sqlalchemy.engine import Connection
 from leaderboard.keys import SCORED_ALONE, judgement_key
 from leaderboard.types import Mode, OrderPolicy
 
-from .schema import SCHEMA_VERSION, counters, judgements, matches, metadata, schema_version, submissions, tournaments
+from .schema import (
+    COUNTERS,
+    SCHEMA_VERSION,
+    counters,
+    judgements,
+    matches,
+    metadata,
+    schema_version,
+    submissions,
+    tournaments,
+)
 
 
 def migrate(conn: Connection) -> None:
@@ -44,8 +54,9 @@ def migrate(conn: Connection) -> None:
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
-    if conn.execute(select(counters.c.value).where(counters.c.name == "resolved")).first() is None:
-        conn.execute(counters.insert().values(name="resolved", value=0))
+    for name in COUNTERS:
+        if conn.execute(select(counters.c.value).where(counters.c.name == name)).first() is None:
+            conn.execute(counters.insert().values(name=name, value=0))
 
 
 def _add_indexes(conn: Connection) -> None:

@@ -171,6 +171,12 @@ board_snapshots = Table(
 )
 Index("ix_board_snapshots_tournament", board_snapshots.c.tournament_id, board_snapshots.c.run_id)
 
+# One row per counter. `resolved`: matches ever resolved, the boards' revision (each resolved
+# match is stamped with it). `changes`: write transactions that may have changed what a page
+# shows (`base.Database._write`). Both rows are made when absent, on any database (no version
+# bump: an older joust leaves `changes` still, but still moves `resolved`).
+RESOLVED, CHANGES = "resolved", "changes"
+COUNTERS = (RESOLVED, CHANGES)
 counters = Table(
     "counters",
     metadata,

@@ -214,10 +214,11 @@ class Tournaments(Database):
             )
 
     def mark_queued(self, jobs: dict[int, str]) -> None:
-        """Record that these matches (id -> RQ job id) now have a job on the queue."""
+        """Record that these matches (id -> RQ job id) now have a job on the queue (still
+        active: nothing a page shows changes)."""
         m = s.matches
         now = self._clock()
-        with self._write() as conn:
+        with self._write(shown=False) as conn:
             for match_id, job_id in jobs.items():
                 conn.execute(
                     update(m)
