@@ -41,10 +41,11 @@ from bench.harness import JUDGE, Writer, percentiles, populate, start_server, st
 from service.redis_server import RedisServer, free_port
 from service.store import Store
 
-# The paths timed, in turn. Add a page here when it exists: "/tournaments", "/judges",
-# "/judgements", "/vote".
+# The paths timed, in turn: every page (the vote page as a voter sees it before signing in) and
+# what the pages poll.
 JUDGES = "/api/judges"  # the path the baseline is compared with
-PATHS = ["/", "/api/revision", JUDGES, "/api/leaderboard"]
+PATHS = ["/", "/?by=system", "/judges", "/tournaments", "/tournaments/1", "/vote", "/api/revision", JUDGES,
+         "/api/leaderboard"]
 # Asked once before timing, so the work a first request starts is done: judge health and the
 # effects fit a page serves (the effects route fits them in the request).
 WARM = ["/api/judges", f"/api/leaderboard/effects?judge={JUDGE}"]
