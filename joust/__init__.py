@@ -23,9 +23,10 @@ from .errors import (
     Unreachable,
     WaitTimeout,
 )
-from .types import DryRun, SubmissionRef, Tournament, TournamentStatus, Verdict, Vote
+from .types import DryRun, Judgement, Side, Submission, SubmissionRef, Tournament, TournamentStatus, Verdict, Vote
 
 __all__ = [
-    "AuthError", "Client", "Conflict", "DryRun", "Invalid", "JoustError", "NotFound", "ServerError", "SubmissionRef", "TooLarge",
-    "Tournament", "TournamentRef", "TournamentStatus", "Unreachable", "Verdict", "Vote", "WaitTimeout",
+    "AuthError", "Client", "Conflict", "DryRun", "Invalid", "JoustError", "Judgement", "NotFound", "ServerError", "Side",
+    "Submission", "SubmissionRef", "TooLarge", "Tournament", "TournamentRef", "TournamentStatus", "Unreachable", "Verdict",
+    "Vote", "WaitTimeout",
 ]  # fmt: skip

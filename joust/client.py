@@ -24,6 +24,7 @@ import pandas as pd
 
 from .errors import JoustError, Unreachable, WaitTimeout, error_for
 from .frames import (
+    judgement_list_frame,
     judgements_frame,
     judges_frame,
     leaderboard_frame,
@@ -31,7 +32,7 @@ from .frames import (
     submissions_frame,
 )
 from .progress import Bar, Progress
-from .types import DryRun, SubmissionRef, Tournament, Verdict, Vote
+from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -139,19 +140,21 @@ class Client:
             raise error_for(response.status_code, answer, fallback)
         return answer
 
-    def _pages(self, path: str, key: str, params: Mapping[str, Any] | None = None) -> tuple[list[Any], dict]:
-        """Every row of a paged list: `key`'s rows of each page, following `next` until it is
-        null, and the last page's other fields. Only `next`'s query is taken (the offset the
-        server chose): the path and host stay this client's, so a proxy in between that
-        rewrites them changes nothing."""
-        query: dict[str, Any] = {**(params or {}), "limit": self.page_size}
+    def _pages(self, path: str, key: str, params: Mapping[str, Any] | None = None,
+               most: int | None = None) -> tuple[list[Any], dict]:
+        """Every row of a paged list (or its first `most`): `key`'s rows of each page, following
+        `next` until it is null, and the last page's other fields. Only `next`'s query is taken
+        (the offset the server chose): the path and host stay this client's, so a proxy in
+        between that rewrites them changes nothing."""
+        size = self.page_size if most is None else max(1, min(self.page_size, most))
+        query: dict[str, Any] = {**(params or {}), "limit": size}
         rows: list[Any] = []
         while True:
             page = self._request("GET", path, params=query)
             rows.extend(page[key])
             following = page.get("next")
-            if not following:
-                return rows, {k: v for k, v in page.items() if k not in (key, "next")}
+            if not following or (most is not None and len(rows) >= most):
+                return rows[:most], {k: v for k, v in page.items() if k not in (key, "next")}
             query = dict(httpx.URL(following).params.multi_items())
 
     # ---- submissions ------------------------------------------------------------------------
@@ -200,6 +203,10 @@ class Client:
         rows, _ = self._pages("/api/submissions", "submissions",
                               {"model": model, "scenario": scenario, "question_id": question_id})
         return submissions_frame(rows)
+
+    def submission(self, submission_id: int) -> Submission:
+        """One stored submission with its output (`GET /api/submissions/{id}`)."""
+        return Submission.from_json(self._request("GET", f"/api/submissions/{int(submission_id)}"))
 
     # ---- tournaments ------------------------------------------------------------------------
 
@@ -309,6 +316,30 @@ class Client:
         tid = tournament_id(tournament)
         rows, rest = self._pages(f"/api/tournaments/{tid}/judgements", "judgements")
         return judgements_frame({**rest, "judgements": rows})
+
+    def judgement(self, judgement_id: int, *, outputs: bool = False) -> Judgement:
+        """One judgement (`GET /api/judgements/{id}`): the question, both sides, the outcome,
+        whether the orders agreed, every call with its reason; with `outputs`, both outputs
+        (`a.output`, `b.output`)."""
+        params = {"outputs": "true"} if outputs else None
+        return Judgement.from_json(self._request("GET", f"/api/judgements/{int(judgement_id)}", params=params))
+
+    def find_judgements(self, *, judge: str | None = None, level: str = "model", player: str | None = None,
+                        opponent: str | None = None, question_id: str | None = None, filter: str | None = None,
+                        tournament: TournamentRef | None = None, limit: int | None = None) -> pd.DataFrame:
+        """One judge's judgements, newest first (`GET /api/judgements`; all pages, or the first
+        `limit` rows): the judgements behind a board's row (`player` at `level`: "model",
+        "scenario" or "model+scenario") or a matrix cell (`player` and `opponent`), narrowed by
+        `question_id`, `filter` ("inconsistent", "ties", "decided") and `tournament`. `judge`
+        left None: the board's judge, as the server chooses it. See `joust.frames.judgement_list_frame`
+        for the columns; `frame.attrs` says whose judgements they are and why."""
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1 (None: every row)")
+        params = {"judge": judge, "level": level, "player": player, "opponent": opponent,
+                  "question_id": question_id, "filter": filter,
+                  "tournament": tournament_id(tournament) if tournament is not None else None}
+        rows, rest = self._pages("/api/judgements", "judgements", params, most=limit)
+        return judgement_list_frame(rows, rest)
 
     # ---- boards and judges ------------------------------------------------------------------
 

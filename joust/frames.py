@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["judgements_frame", "judges_frame", "leaderboard_frame", "records_of", "submissions_frame"]
+__all__ = ["judgement_list_frame", "judgements_frame", "judges_frame", "leaderboard_frame", "records_of",
+           "submissions_frame"]
 
 SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "metadata")
 
@@ -27,11 +28,14 @@ JUDGE_COLUMNS = ("judge", "calls", "judgements", "consistency", "first_position_
 JUDGEMENT_COLUMNS = ("match_id", "judgement_id", "a", "b", "outcome", "consistent", "judge", "criteria",
                      "input_tokens", "output_tokens", "cost_usd", "created_at")
 SUBMISSION_COLUMNS = ("id", "question_id", "question", "model", "scenario", "output", "metadata", "created_at")
+LISTED_COLUMNS = ("id", "judge", "criteria", "question_id", "a_id", "a_model", "a_scenario", "a_output_chars", "b_id",
+                  "b_model", "b_scenario", "b_output_chars", "outcome", "consistent", "result", "created_at")
 
 FLOAT = ("rating", "ci_low", "ci_high", "elo", "consistency", "first_position_win_rate", "tie_rate",
          "parse_failure_rate", "longer_wins_rate", "human_agreement", "cost_usd", "latency_ms")
 INT = ("wins", "losses", "ties", "matches", "rank", "rank_low", "rank_high", "calls", "judgements", "human_pairs",
-       "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens", "first")
+       "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens", "first", "a_id",
+       "b_id", "a_output_chars", "b_output_chars")
 TIMES = ("created_at",)  # Unix seconds in the API, UTC timestamps here
 CALL_PREFIX = re.compile(r"^call_\d+_")  # a flattened call's column: its dtype is its field's
 
@@ -136,3 +140,15 @@ def judgements_frame(body: Mapping[str, Any]) -> pd.DataFrame:
 def submissions_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """`GET /api/submissions` pages: one row per submission, in id order."""
     return _frame(rows, SUBMISSION_COLUMNS)
+
+
+def judgement_list_frame(rows: Sequence[Mapping[str, Any]], body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/judgements` pages: one row per judgement, newest first, each side's fields as
+    `a_<field>` and `b_<field>` (`a_id`, `a_model`, `a_scenario`, `a_output_chars`, ...); `result`
+    is the outcome for the player asked about (None without one). The list's judge, why it was
+    chosen, the other judges, level, player, opponent and tournament are in `frame.attrs`."""
+    flat = [{**{k: v for k, v in row.items() if k not in ("a", "b")},
+             **{f"{side}_{k}": v for side in ("a", "b") for k, v in (row.get(side) or {}).items()}} for row in rows]
+    frame = _frame(flat, LISTED_COLUMNS)
+    frame.attrs.update(body)
+    return frame

@@ -1,4 +1,5 @@
-"""The typed values the client hands back: a tournament, a dry run's price, a vote.
+"""The typed values the client hands back: a tournament, a dry run's price, a vote, a submission,
+a judgement.
 
 Each is read from the API's JSON by `from_json`, which tolerates fields a newer server adds
 (they land in `extra`, so nothing it says is lost) and fails with KeyError naming a field the
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-__all__ = ["DryRun", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict", "Vote"]
+__all__ = ["DryRun", "Judgement", "Side", "Submission", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict",
+           "Vote"]
 
 
 class TournamentStatus(str, Enum):
@@ -137,3 +139,72 @@ class SubmissionRef:
 
     id: int
     created: bool
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A stored submission (`GET /api/submissions/{id}`): its output, and `created_at` in Unix
+    seconds; `created_by` the API key that stored it (None: a local command)."""
+
+    id: int
+    question_id: str
+    question: str
+    model: str
+    scenario: str
+    output: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float | None = None
+    created_by: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Submission:
+        known, extra = _split(cls, body)
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a judgement: the submission, the length of its output, and the output itself
+    when it was asked for (`Client.judgement(..., outputs=True)`; else None)."""
+
+    id: int
+    model: str
+    scenario: str
+    output_chars: int
+    output: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Side:
+        known, extra = _split(cls, body)
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One judgement (`GET /api/judgements/{id}`): the question, both sides, `outcome` for a
+    ("A" = a won, "B", "TIE"), whether the two orders agreed, and every call as stored (`first`:
+    the submission shown first; `winner`: positional, "A" = the one shown first; `reason`)."""
+
+    id: int
+    judge: str
+    question_id: str
+    question: str
+    a: Side
+    b: Side
+    outcome: str
+    consistent: bool
+    calls: tuple[Mapping[str, Any], ...] = ()
+    criteria: str | None = None
+    cost_usd: float | None = None
+    created_at: float | None = None
+    analysis: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Judgement:
+        known, extra = _split(cls, body)
+        known["a"], known["b"] = Side.from_json(known["a"]), Side.from_json(known["b"])
+        known["calls"] = tuple(known.get("calls") or ())
+        return cls(**known, extra=extra)

@@ -31,6 +31,38 @@ def player_of(model: str, scenario: str, level: Level | str) -> str:
 
 
 @dataclass(frozen=True)
+class PlayerKey:
+    """The submissions of one player at one level: those with this model and this scenario,
+    None standing for any."""
+
+    model: str | None
+    scenario: str | None
+
+
+def keys_of(player: str, level: Level | str) -> list[PlayerKey]:
+    """Every (model, scenario) whose submissions are `player` at `level`, so a store can find
+    them by its columns without parsing a name back.
+
+    A model or a scenario is its own name. A system's name is split at each separator, and a
+    split is kept when `player_of` gives the name back: "a + b + c" is both ("a", "b + c") and
+    ("a + b", "c"), which the boards count as one player too.
+    """
+    level = Level(level)
+    if level is Level.MODEL:
+        return [PlayerKey(player, None)]
+    if level is Level.SCENARIO:
+        return [PlayerKey(None, player)]
+    keys = []
+    start = player.find(SYSTEM_SEPARATOR)
+    while start >= 0:
+        model, scenario = player[:start], player[start + len(SYSTEM_SEPARATOR):]
+        if player_of(model, scenario, level) == player:
+            keys.append(PlayerKey(model, scenario))
+        start = player.find(SYSTEM_SEPARATOR, start + 1)
+    return keys
+
+
+@dataclass(frozen=True)
 class SideRow:
     """One judgement seen as its two sides: winner "A" means side a won."""
 

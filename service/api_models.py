@@ -30,6 +30,7 @@ from leaderboard.dimensions import DIMENSIONS
 from leaderboard.types import Level
 from service.cron import HORIZON_S, next_due_within
 from service.cron import is_valid as is_valid_cron
+from service.store.judgement_lists import Shown
 
 JUDGE_PROVIDERS = ("anthropic", "openai", "offline")
 KEY_MAX = 255
@@ -176,6 +177,10 @@ class By(Vocabulary):
 
 # `dimension=`: one dimension of the `dimensions` criteria set (leaderboard.dimensions).
 Dimension = Vocabulary("Dimension", {name.upper(): name for name in DIMENSIONS})  # type: ignore[misc]
+
+
+# `filter=` of GET /api/judgements: which judgements a list keeps (the store's `Shown`).
+JudgementFilter = Vocabulary("JudgementFilter", {kind.name: kind.value for kind in Shown})  # type: ignore[misc]
 
 
 class Criteria(Vocabulary):

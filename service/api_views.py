@@ -2,11 +2,11 @@
 them and a field the store stops giving fails the response instead of silently vanishing.
 
 The store's views (`Store.get_tournament`, `list_tournaments`, `get_judgement`,
-`tournament_judgements`) are validated into these models on the way out. A judge call's record
-depends on its criteria set (a `compqa` call has a score and points, a vote `both_bad`, an
-import its source's columns), so `Call` names the fields every call may have and keeps the rest
-as they were stored; the routes serve the fields a record had, and no others, so a call never
-gains a null it did not have.
+`tournament_judgements`, and the typed `list_judgements`) are validated into these models on the
+way out. A judge call's record depends on its criteria set (a `compqa` call has a score and
+points, a vote `both_bad`, an import its source's columns), so `Call` names the fields every call
+may have and keeps the rest as they were stored; the routes serve the fields a record had, and no
+others, so a call never gains a null it did not have.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from leaderboard.types import Delivery, Mode, OrderPolicy, TournamentStatus, Winner
+from service.store.judgement_lists import Result
 
 
 class BatchRequestCounts(BaseModel):
@@ -109,12 +110,14 @@ class Call(BaseModel):
 
 
 class Side(BaseModel):
-    """One side of a judgement: the submission and the length of its output."""
+    """One side of a judgement: the submission, the length of its output and, when asked for
+    (`GET /api/judgements/{id}?outputs=true`), the output itself."""
 
     id: int
     model: str
     scenario: str
     output_chars: int
+    output: str | None = None  # served only when asked for: the route excludes unset fields
 
 
 class JudgementOut(BaseModel):
@@ -141,6 +144,24 @@ class JudgementOut(BaseModel):
     match_id: int | None
     analysis: dict[str, Any] | None
     created_by: str | None = None  # a vote's API key name; null for a judge's verdict
+
+
+class JudgementRow(BaseModel):
+    """A judgement as listed: both sides as judged (`outcome` "A" = a won), whether the two
+    orders agreed, and `result`, the outcome for the player the list was asked about (null
+    when it named none). `GET /api/judgements/{id}` has the rest: the question, the calls with
+    the order each was shown in and the judge's reasons, and (`outputs=true`) both outputs."""
+
+    id: int
+    judge: str
+    criteria: str
+    question_id: str
+    a: Side
+    b: Side
+    outcome: Winner
+    consistent: bool
+    created_at: float
+    result: Result | None
 
 
 class TournamentJudgement(BaseModel):

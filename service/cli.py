@@ -1,7 +1,8 @@
 """The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
 run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines);
 `import` and `export` move judgements and boards in and out of the store (no Redis needed);
-`tournament`, `submit` and `board` talk to a running joust over HTTP (`service.remote_cli`)."""
+`tournament`, `submit`, `board` and `judgements` talk to a running joust over HTTP
+(`service.remote_cli`)."""
 from __future__ import annotations
 
 import argparse

@@ -4,6 +4,7 @@ against a remote deployment as they do against `joust up` on this machine.
     joust tournament create|list|show|follow|cancel|retry   POST/GET /api/tournaments...
     joust submit FILE                                       POST /api/submissions (CSV, TSV, JSON, JSONL, Parquet)
     joust board                                             GET /api/leaderboard
+    joust judgements list                                   GET /api/judgements
 
 The server is `--url`, else JOUST_URL, else http://127.0.0.1:8000. Writes send the API key:
 JOUST_API_KEY, else the file `--api-key-file`, else `<data-dir>/api_key` (the one `joust up`
@@ -37,6 +38,8 @@ BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "
                  "matches"]
 LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "matches_done", "matches_failed",
                 "spent_usd", "created_at"]
+JUDGEMENT_COLUMNS = ["id", "outcome", "result", "consistent", "a_model", "a_scenario", "b_model", "b_scenario",
+                     "question_id", "created_at"]
 OUTPUTS = ("table", "csv", "json")
 
 SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
@@ -196,6 +199,18 @@ def cmd_board(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_judgements(client: Client, args: argparse.Namespace) -> int:
+    found = client.find_judgements(judge=args.judge, level=args.level, player=args.player, opponent=args.opponent,
+                                   question_id=args.question, filter=args.filter, tournament=args.tournament,
+                                   limit=args.limit)
+    frame = found[[c for c in JUDGEMENT_COLUMNS if c in found.columns]].copy()
+    frame["created_at"] = frame["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    if found.attrs.get("judge") is not None:
+        print(f"judge {found.attrs['judge']} ({found.attrs['judge_chosen_by']}), newest first", file=sys.stderr)
+    _write_frame(frame, args.format, empty="no judgements")
+    return 0
+
+
 def _board_columns(board: pd.DataFrame) -> pd.DataFrame:
     return board[[c for c in BOARD_COLUMNS if c in board.columns]]
 
@@ -213,6 +228,17 @@ def _write_frame(frame: pd.DataFrame, fmt: str, *, empty: str) -> None:
 
 
 # ---- the parsers ----------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    """A count of at least 1, or the option's error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
 
 
 def _remote_options() -> argparse.ArgumentParser:
@@ -265,7 +291,7 @@ def _create_parser(actions: SubParsers, common: argparse.ArgumentParser) -> None
 
 
 def add_parsers(sub: SubParsers) -> None:
-    """`tournament`, `submit` and `board` on the `joust` command line."""
+    """`tournament`, `submit`, `board` and `judgements` on the `joust` command line."""
     common = _remote_options()
     tournament = sub.add_parser("tournament", help="start, list, show, follow, cancel or retry tournaments")
     actions = tournament.add_subparsers(dest="action", required=True)
@@ -299,3 +325,20 @@ def add_parsers(sub: SubParsers) -> None:
     board.add_argument("--dimension", default=None, help="rank by one dimension of `dimensions` judgements")
     board.add_argument("--format", choices=OUTPUTS, default="table")
     board.set_defaults(func=_run(cmd_board))
+
+    judgements = sub.add_parser("judgements", help="the judgements behind a board's numbers")
+    judgement_actions = judgements.add_subparsers(dest="action", required=True)
+    listing = judgement_actions.add_parser("list", parents=[common], help="one judge's judgements, newest first "
+                                                                          "(GET /api/judgements)")
+    listing.add_argument("--judge", default=None, metavar="SPEC", help="this judge's (default: the board's judge)")
+    listing.add_argument("--level", default="model", help="what --player and --opponent name: model (default), "
+                                                          "scenario, model+scenario")
+    listing.add_argument("--player", default=None, help="only judgements with this player on one side")
+    listing.add_argument("--opponent", default=None, help="with --player: and this one on the other side")
+    listing.add_argument("--question", default=None, metavar="QUESTION_ID", help="only this question's")
+    listing.add_argument("--filter", default=None, help="inconsistent, ties or decided")
+    listing.add_argument("--tournament", type=int, default=None, metavar="ID", help="only this tournament and its runs")
+    listing.add_argument("--limit", type=_positive, default=100, metavar="N",
+                         help="at most N, the newest (default 100)")
+    listing.add_argument("--format", choices=OUTPUTS, default="table")
+    listing.set_defaults(func=_run(cmd_judgements))

@@ -120,7 +120,8 @@ def test_every_success_in_the_document_has_a_named_schema(document: dict) -> Non
 
 
 @pytest.mark.parametrize(("path", "key"), [("/api/submissions", "submissions"), ("/api/tournaments", "tournaments"),
-                                           ("/api/tournaments/{tournament_id}/judgements", "judgements")])
+                                           ("/api/tournaments/{tournament_id}/judgements", "judgements"),
+                                           ("/api/judgements", "judgements")])
 def test_lists_document_their_page(document: dict, path: str, key: str) -> None:
     operation = document["paths"][path]["get"]
     limit = {p["name"]: p for p in operation["parameters"]}["limit"]["schema"]
@@ -150,5 +151,10 @@ def test_typed_answers_carry_every_field_the_store_gives(client: TestClient, que
     judgement = client.get(f"/api/judgements/{judged[0]['judgement_id']}").json()
     assert judgement == as_json(store.get_judgement(judged[0]["judgement_id"]))
     assert set(judgement) == set(JudgementOut.model_fields)
+    full = client.get(f"/api/judgements/{judged[0]['judgement_id']}", params={"outputs": "true"}).json()
+    assert full == as_json(store.get_judgement(judged[0]["judgement_id"], outputs=True))
+    assert set(full["a"]) == set(judgement["a"]) | {"output"}  # the one field added, only when asked
+    submission = client.get(f"/api/submissions/{judged[0]['a']}").json()
+    assert submission == as_json(store.get_submission(judged[0]["a"]))
     cancelled = client.post(f"/api/tournaments/{tid}/cancel", headers=AUTH).json()
     assert cancelled == as_json(store.get_tournament(tid))

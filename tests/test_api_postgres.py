@@ -58,6 +58,11 @@ def test_submit_judge_and_rank_on_postgres(client: TestClient, env: Settings, db
     assert [(r["player"], r["wins"], r["losses"]) for r in board["rows"]] == [("good", 4, 0), ("mid", 2, 2),
                                                                               ("bad", 0, 4)]
     assert client.get("/api/leaderboard", params={"tournament": tid}).json()["rows"] == board["rows"]
+    cell = client.get("/api/judgements", params={"player": "good", "opponent": "bad"}).json()
+    assert [(j["result"], j["consistent"]) for j in cell["judgements"]] == [("win", True)] * 2  # the board's 2
+    one = client.get(f"/api/judgements/{cell['judgements'][0]['id']}", params={"outputs": "true"}).json()
+    asked = one["question_id"][1:]
+    assert {one["a"]["output"], one["b"]["output"]} == {f"[good] answer to {asked}", f"[bad] answer to {asked}"}
     (health,) = client.get("/api/judges").json()["judges"]
     assert (health["judge"], health["consistency"], health["calls"]) == ("anthropic/fake-judge", 1.0, 12)
     page = client.get("/")

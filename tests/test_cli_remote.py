@@ -1,4 +1,5 @@
-"""The CLI's HTTP commands (`joust tournament ...`, `joust submit FILE`, `joust board`) against
+"""The CLI's HTTP commands (`joust tournament ...`, `joust submit FILE`, `joust board`, `joust
+judgements list`) against
 a real API on a loopback socket (uvicorn), a real Redis and database, real RQ burst workers and
 the real anthropic SDK against the fake Messages API. What each command prints is checked
 against the API's own JSON for the same question."""
@@ -259,3 +260,28 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
     assert "no verdicts from judge 'anthropic/no-such-judge' here; judges with verdicts: " + JUDGE in err
     code, out, _ = run(capsys, "board", "--by", "nonsense")
     assert code == 2
+
+
+def test_judgements_list_agrees_with_the_api(submitted: str, env: Settings, db: Store,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    url = submitted
+    tid = json.loads(run(capsys, "tournament", "create", "--judge", JUDGE)[1])["id"]
+    work(env, db, tid)
+    listed = api(url, "/api/judgements", player="good", opponent="bad", limit=10)["judgements"]
+    code, out, err = run(capsys, "judgements", "list", "--player", "good", "--opponent", "bad", "--format", "json")
+    assert code == 0 and f"judge {JUDGE} (latest tournament), newest first" in err
+    shown = json.loads(out)
+    assert [row["id"] for row in shown] == [row["id"] for row in listed] and len(shown) == 2
+    assert shown[0] == {"id": listed[0]["id"], "outcome": listed[0]["outcome"], "result": "win",
+                        "consistent": listed[0]["consistent"], "a_model": listed[0]["a"]["model"],
+                        "a_scenario": "default", "b_model": listed[0]["b"]["model"], "b_scenario": "default",
+                        "question_id": listed[0]["question_id"], "created_at": shown[0]["created_at"]}
+    code, out, _ = run(capsys, "judgements", "list", "--level", "model+scenario", "--player", "mid + default",
+                       "--tournament", str(tid), "--limit", "3", "--format", "csv")
+    frame = pd.read_csv(io.StringIO(out))
+    assert code == 0 and len(frame) == 3 and list(frame.columns[:3]) == ["id", "outcome", "result"]
+    assert list(frame["id"]) == [r["id"] for r in api(url, "/api/judgements", player="mid", limit=3)["judgements"]]
+    code, out, err = run(capsys, "judgements", "list", "--filter", "sometimes")  # the API's 422, its words
+    assert (code, out) == (2, "") and "query parameter filter" in err and "inconsistent" in err
+    with pytest.raises(SystemExit):
+        run(capsys, "judgements", "list", "--limit", "0")

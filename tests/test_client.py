@@ -22,7 +22,10 @@ from joust import (
     Conflict,
     DryRun,
     Invalid,
+    Judgement,
     NotFound,
+    Side,
+    Submission,
     TooLarge,
     Tournament,
     TournamentStatus,
@@ -384,6 +387,60 @@ def test_judges_frame_equals_the_apis_json(api: Client, client: TestClient, judg
     assert math.isnan(frame.loc[frame["judge"] == JUDGE, "human_agreement"].iloc[0])  # no human voted
     nobody = api.judges(judge="anthropic/nobody")
     assert nobody.empty and list(nobody.columns[:3]) == ["judge", "calls", "judgements"]
+
+
+def test_find_judgements_is_the_apis_list_flattened(api: Client, client: TestClient, judged: tuple) -> None:
+    run, _ = judged
+    body = client.get("/api/judgements", params={"player": "good"}).json()
+    frame = api.find_judgements(player="good")
+    assert len(frame) == len(body["judgements"]) == 4  # good met mid and bad on two questions
+    for row, listed in zip(records(frame), body["judgements"]):
+        sides = {f"{side}_{k}": v for side in ("a", "b") for k, v in listed[side].items()}
+        assert {k: v for k, v in row.items() if k != "created_at"} == {
+            **{k: v for k, v in listed.items() if k not in ("a", "b", "created_at")}, **sides}
+        assert row["created_at"].timestamp() == pytest.approx(listed["created_at"], abs=1e-6)
+    assert list(frame["result"]) == ["win"] * 4  # the planted preference, from good's side
+    assert frame["a_output_chars"].dtype == "int64" and frame["created_at"].dt.tz is not None
+    assert frame.attrs == {k: v for k, v in body.items() if k not in ("judgements", "next")}
+    assert (frame.attrs["judge"], frame.attrs["player"], frame.attrs["level"]) == (JUDGE, "good", "model")
+    cell = api.find_judgements(player="mid", opponent="bad", tournament=run)
+    assert len(cell) == 2 and set(cell["result"]) == {"win"}
+    newest = api.find_judgements()
+    assert len(newest) == 6 and list(newest["id"]) == sorted(newest["id"], reverse=True)
+    assert joust_client(client, page_size=4).find_judgements().equals(newest)  # two pages, followed
+    assert list(api.find_judgements(limit=2)["id"]) == list(newest["id"][:2])
+    assert api.find_judgements(filter="inconsistent").empty  # the fake judge never contradicts itself
+    assert list(api.find_judgements(level="model+scenario", player="good + default")["id"]) == list(frame["id"])
+    with pytest.raises(Invalid, match="query parameter filter"):
+        api.find_judgements(filter="bogus")
+    with pytest.raises(NotFound, match="no verdicts from judge 'anthropic/nobody'"):
+        api.find_judgements(judge="anthropic/nobody")
+    with pytest.raises(ValueError, match="limit"):
+        api.find_judgements(limit=0)
+
+
+def test_one_judgement_and_one_submission_come_back_typed(api: Client, client: TestClient, judged: tuple) -> None:
+    _, ids = judged
+    jid = int(api.find_judgements(limit=1)["id"][0])
+    full = api.judgement(jid, outputs=True)
+    body = client.get(f"/api/judgements/{jid}", params={"outputs": "true"}).json()
+    assert isinstance(full, Judgement) and isinstance(full.a, Side)
+    assert (full.id, full.judge, full.question, full.outcome, full.consistent) == (
+        jid, JUDGE, body["question"], body["outcome"], body["consistent"])
+    assert (full.a.output, full.b.output) == (body["a"]["output"], body["b"]["output"])
+    assert full.a.output.startswith(f"[{full.a.model}]") and full.a.output_chars == len(full.a.output)
+    assert full.calls == tuple(body["calls"]) and {c["first"] for c in full.calls} == {full.a.id, full.b.id}
+    assert full.extra["key"] == body["key"]
+    plain = api.judgement(jid)
+    assert (plain.a.output, plain.b.output) == (None, None) and plain.a.output_chars == full.a.output_chars
+    one = api.submission(ids[0])
+    assert isinstance(one, Submission)
+    assert (one.id, one.model, one.question_id, one.output) == (ids[0], "good", "q0", FRAME.output[0])
+    assert one == Submission.from_json(client.get(f"/api/submissions/{ids[0]}").json())
+    with pytest.raises(NotFound, match="no judgement 99999"):
+        api.judgement(99999)
+    with pytest.raises(NotFound, match="no submission 99999"):
+        api.submission(99999)
 
 
 # ---- errors ---------------------------------------------------------------------------------

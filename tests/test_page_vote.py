@@ -7,8 +7,6 @@ from __future__ import annotations
 import html
 import random
 import re
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -398,17 +396,3 @@ def test_a_private_joust_lets_a_voter_vote_with_the_cookie_alone(make_client: Ma
     # the cookie is authentication for /vote only
     assert client.get("/api/submissions", headers={"Cookie": f"{COOKIE}={key}"}).status_code == 401
     assert client.get("/judges", headers={"Cookie": f"{COOKIE}={key}"}).status_code == 401
-
-
-def test_an_older_store_gains_the_pair_index(tmp_path: Path) -> None:
-    """The judged pairs of a question are found by `ix_judgements_pair`: a store written before
-    it existed gets it when opened."""
-    path = tmp_path / "old.db"
-    Store(f"sqlite:///{path}").close()
-    with sqlite3.connect(path) as conn:
-        conn.execute("DROP INDEX ix_judgements_pair")
-    Store(f"sqlite:///{path}").close()
-    with sqlite3.connect(path) as conn:
-        indexes = {row[1]: row for row in conn.execute("pragma index_list(judgements)")}
-        assert "ix_judgements_pair" in indexes
-        assert [row[2] for row in conn.execute("pragma index_info(ix_judgements_pair)")] == ["a_id", "b_id"]

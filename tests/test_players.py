@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard.players import SideRow, battles_at_level, player_of
+from leaderboard.players import PlayerKey, SideRow, battles_at_level, keys_of, player_of
 from leaderboard.types import Battle, Level, Winner
 
 
@@ -17,6 +17,18 @@ def test_player_of_each_level() -> None:
 def test_player_of_rejects_unknown_level() -> None:
     with pytest.raises(ValueError):
         player_of("claude", "concise", "judge")  # type: ignore[arg-type]
+
+
+def test_keys_of_a_player_name_it_back() -> None:
+    assert keys_of("claude", Level.MODEL) == [PlayerKey("claude", None)]
+    assert keys_of("concise", "scenario") == [PlayerKey(None, "concise")]
+    assert keys_of("claude + concise", Level.SYSTEM) == [PlayerKey("claude", "concise")]
+    # a separator inside a name: every split that player_of names back, overlapping ones too
+    assert keys_of("a + b + c", Level.SYSTEM) == [PlayerKey("a", "b + c"), PlayerKey("a + b", "c")]
+    assert keys_of("a + + b", Level.SYSTEM) == [PlayerKey("a", "+ b"), PlayerKey("a +", "b")]
+    for name in ("a + b + c", "a + + b", "x + y"):
+        assert {player_of(k.model, k.scenario, Level.SYSTEM) for k in keys_of(name, Level.SYSTEM)} == {name}
+    assert keys_of("claude", Level.SYSTEM) == []  # no separator: no system has that name
 
 
 ROWS = [

@@ -1,13 +1,14 @@
 """Schema migration: a database written by each older joust upgrades in place: version 1 (before
 matches had seq and counted), version 2 (before judgements had match_id and analysis, and cost_usd
-could be NULL), ... version 6 (before judgement keys held the order policy)."""
+could be NULL), ... version 6 (before judgement keys held the order policy), version 8 (before the
+indexes lists of judgements go by)."""
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import inspect, select, text
 
 from leaderboard.keys import answering_keys, content_hash, judgement_key
 from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION
@@ -215,7 +216,7 @@ def test_a_version_6_database_is_upgraded(tmp_path: Path) -> None:
     unreadable ones keep their keys; every run's mode is a column."""
     path = tmp_path / "v6.db"
     store = upgraded(path, V6)
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     check_version_6_upgrade(store)
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
@@ -244,3 +245,47 @@ def check_version_6_upgrade(store: Store) -> None:
     assert store.calls_made(3, 1) == 0  # nothing was counted before: no failed call is invented
     assert store.get_tournament(4)["spec"] == {"criteria": "overall", "judge": "import/f", "mode": "import",
                                                "source": "f.csv"}
+
+
+# Version 8 differs from 9 by its indexes only: a store made now, its list indexes put back as
+# version 8 had them.
+V9_INDEXES = {"judgements": {"ix_judgements_judge_id": ["judge", "id"],
+                             "ix_judgements_judge_consistent": ["judge", "consistent", "id"],
+                             "ix_judgements_a": ["a_id", "b_id"], "ix_judgements_b": ["b_id", "a_id"]},
+              "submissions": {"ix_submissions_model_scenario": ["model", "scenario"]}}
+AS_VERSION_8 = """DROP INDEX ix_judgements_judge_id; DROP INDEX ix_judgements_judge_consistent;
+DROP INDEX ix_judgements_a; DROP INDEX ix_judgements_b; DROP INDEX ix_submissions_model_scenario;
+CREATE INDEX ix_judgements_judge ON judgements (judge); CREATE INDEX ix_submissions_model ON submissions (model);
+UPDATE schema_version SET version = 8"""
+
+
+def as_version_8(store: Store) -> None:
+    with store.engine.begin() as conn:
+        for statement in AS_VERSION_8.split(";"):
+            conn.execute(text(statement))
+
+
+def check_version_8_upgrade(store: Store) -> None:
+    """The list indexes are there, the ones they replace gone (`test_a_version_8_database_is_upgraded`
+    and its PostgreSQL twin)."""
+    found = inspect(store.engine)
+    for table, wanted in V9_INDEXES.items():
+        indexes = {ix["name"]: ix["column_names"] for ix in found.get_indexes(table)}
+        assert {name: indexes.get(name) for name in wanted} == wanted
+        assert not {"ix_judgements_judge", "ix_submissions_model"} & indexes.keys()
+    with store._read() as conn:
+        assert conn.execute(select(s.schema_version.c.version)).scalars().all() == [SCHEMA_VERSION]
+
+
+def test_a_version_8_database_is_upgraded(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v8.db'}"
+    made = Store(url)
+    check_version_8_upgrade(made)  # a new database has them too
+    as_version_8(made)
+    made.close()
+    store = Store(url)
+    check_version_8_upgrade(store)
+    store.close()
+    again = Store(url)  # opening again changes nothing
+    check_version_8_upgrade(again)
+    again.close()

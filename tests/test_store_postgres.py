@@ -9,6 +9,7 @@ writer that holds its transaction open until both contenders wait on a lock, the
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,8 +22,18 @@ from sqlalchemy import create_engine, inspect, select, text, update
 
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
-from leaderboard.types import Pair, Winner
-from service.store import Conflict, NewJudgement, NewSubmission, Store
+from leaderboard.types import Level, Pair, Winner
+from service.store import (
+    Conflict,
+    JudgementQuery,
+    JudgementSummary,
+    NewJudgement,
+    NewSubmission,
+    Result,
+    Shown,
+    SideSummary,
+    Store,
+)
 from service.store import schema as s
 from service.store.imports import BatchConflict, ImportedJudgement, NewScore
 from service.store.schema import SCHEMA_VERSION
@@ -235,6 +246,29 @@ def test_imports_reserve_seqs_and_export_in_order(store: Store) -> None:
     assert set(health) == {JUDGE, "human/votes"} and health[JUDGE].human_pairs == 1
 
 
+def test_lists_of_judgements_are_typed_pages(store: Store) -> None:
+    from tests.test_api_judgement_list import JUDGE as LISTED
+    from tests.test_api_judgement_list import seed_store
+
+    seed = seed_store(store)
+    query = JudgementQuery(judge=LISTED, level=Level.SCENARIO, player="s1", opponent="s2", shown=Shown.DECIDED,
+                           limit=2)
+    want = seed.expected(level=Level.SCENARIO, player="s1", opponent="s2", kind="decided")
+    first = store.list_judgements(query)
+    assert [r.id for r in first] == want[:2] and len(want) > 3
+    assert [r.id for r in store.list_judgements(dataclasses.replace(query, offset=2, limit=10))] == want[2:]
+    row = first[0]
+    assert isinstance(row, JudgementSummary) and isinstance(row.a, SideSummary)
+    assert row.outcome in (Winner.A, Winner.B) and isinstance(row.consistent, bool)
+    assert row.result is (Result.WIN if (row.outcome is Winner.A) == (row.a.scenario == "s1") else Result.LOSS)
+    assert row.a.output_chars == len(seed.by_id(row.id).a.output)
+    assert store.list_judgements(dataclasses.replace(query, upto=want[1])) == store.list_judgements(
+        dataclasses.replace(query, offset=1))
+    alone = JudgementQuery(judge=LISTED, level=Level.SCENARIO, opponent="s2")  # on a side, no result
+    assert [r.id for r in store.list_judgements(alone)] == seed.expected(level=Level.SCENARIO, player="s2")
+    assert {r.result for r in store.list_judgements(alone)} == {None}
+
+
 # ---- PostgreSQL ---------------------------------------------------------------------------
 
 
@@ -333,6 +367,22 @@ def test_a_version_6_postgres_database_is_upgraded(postgres_url: str) -> None:
         check_version_6_upgrade(again)
     finally:
         again.close()
+
+
+def test_a_version_8_postgres_database_is_upgraded(postgres_url: str) -> None:
+    """The indexes lists of judgements go by are made on PostgreSQL too (tests/test_schema.py)."""
+    from tests.test_schema import as_version_8, check_version_8_upgrade
+
+    made = Store(postgres_url)
+    try:
+        as_version_8(made)
+    finally:
+        made.close()
+    store = Store(postgres_url)
+    try:
+        check_version_8_upgrade(store)
+    finally:
+        store.close()
 
 
 def lock_waiters(store: Store) -> int:

@@ -1,4 +1,14 @@
-"""One judgement over the API: read it, and ask its judge to analyse a tie.
+"""Judgements over the API: list one judge's (the judgements behind a board's row or cell), read
+one with both outputs, and ask its judge to analyse a tie.
+
+`GET /api/judgements` pages through one judge's judgements, newest first, narrowed to a player at
+a level (and an opponent: a cell of the win-rate matrix), a question, a tournament, or the
+inconsistent, tied or decided ones (`service.store.judgement_lists`). The judge is named or
+chosen as the boards choose it (`judge_choice`), so a list opened from a board holds the board's
+verdicts. `next` names that judge, and the first page's `next` carries `upto`, its newest id, so
+the pages after it hold the same list while new judgements (or a new default judge) land. No
+total is given: the board's row (`matches`) and cell (`battles`) already say how many, and
+counting every judgement of a common player costs what the page saves.
 
 `POST /api/judgements/{id}/analysis` puts `workers.analysis.analyse_tie` on the queue (by dotted
 path) and answers 202; the analysis appears on `GET /api/judgements/{id}` once a worker has it
@@ -10,28 +20,114 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 from redis.exceptions import RedisError
 
-from service.api_models import JUDGE_PROVIDERS, AnalysisQueued
-from service.api_views import JudgementOut
+from service.api_models import JUDGE_PROVIDERS, AnalysisQueued, By, JudgementFilter
+from service.api_views import JudgementOut, JudgementRow
 from service.auth import require_run
+from service.boards import BoardCache
 from service.queue import JobQueue
-from service.store import Store
+from service.store import JudgementQuery, JudgementSummary, Shown, Store
 
-from .common import ApiError, error_responses, get_queue, get_store, id_path
+from .common import ID_MAX, ApiError, FilterText, TournamentFilter, error_responses, get_queue, get_store, id_path
+from .judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
+from .leaderboard import get_boards
+from .pagination import Window, window
 
 router = APIRouter(prefix="/api/judgements", tags=["judgements"], responses=error_responses(422))
 
 JudgementId = Annotated[int, id_path("judgement")]
 
 
+@with_judge_rule
+class JudgementsOut(JudgedOut):
+    """One page of one judge's judgements, newest first, as asked: `level`, `player`,
+    `opponent` and `tournament` echo the request; `next` is the next page's URL, null on the
+    last. A judgement whose two sides are the same player at `level` is never listed for that
+    player (the boards do not count it)."""
+
+    level: str
+    player: str | None
+    opponent: str | None
+    tournament: int | None
+    judgements: list[JudgementRow]
+    next: str | None
+
+
+JudgeParam = Annotated[FilterText | None, Query(
+    description='whose judgements: "provider/model", "human/<voter>", or "human" for all human voters; left '
+                "out, the judge of the board (see the response's `judge_chosen_by`)")]
+LevelParam = Annotated[By, Query(
+    description="the level `player` and `opponent` are named at: model, scenario or model+scenario (alias: "
+                "system; any case)")]
+PlayerParam = Annotated[FilterText | None, Query(
+    description='only judgements with this player on one side, named as the board names it ("model-x", '
+                '"terse", "model-x + terse"); `result` is then the outcome for it')]
+OpponentParam = Annotated[FilterText | None, Query(
+    description="only judgements with this player on the other side (with `player`: a cell of the matrix; "
+                "alone: as `player`, without `result`)")]
+QuestionParam = Annotated[FilterText | None, Query(description="only judgements of this question")]
+FilterParam = Annotated[JudgementFilter | None, Query(  # type: ignore[valid-type]
+    alias="filter", description="inconsistent: the two orders disagreed; ties: outcome TIE; decided: A or B")]
+UptoParam = Annotated[int | None, Query(
+    ge=1, le=ID_MAX, description="only judgements with an id at most this (the first page's `next` sets it, so "
+                                 "that judgements stored since do not shift the pages)")]
+
+
+@router.get("", response_model=JudgementsOut, response_model_exclude_unset=True, responses=error_responses(404, 422))
+def list_judgements(
+    boards: Annotated[BoardCache, Depends(get_boards)],
+    page: Annotated[Window, Depends(window)],
+    response: Response,
+    judge: JudgeParam = None,
+    level: LevelParam = By.MODEL,
+    player: PlayerParam = None,
+    opponent: OpponentParam = None,
+    question_id: QuestionParam = None,
+    kind: FilterParam = None,
+    tournament: TournamentFilter = None,
+    upto: UptoParam = None,
+) -> JudgementsOut:
+    """One judge's judgements, newest first, a page at a time: each with both sides (model,
+    scenario, output length), the outcome for a, whether the orders agreed and, for a `player`,
+    `result` (win, loss or tie for it). The judgements behind a board's row (`player`) or a
+    matrix cell (`player` and `opponent`; the same name twice: none, a player never meets
+    itself). 404 for an unknown tournament or a judge without verdicts here."""
+    with judge_not_found():
+        choice = boards.choose(tournament_id=tournament, judge=judge)
+    shown = Shown(kind.value) if kind is not None else None
+    rows: list[JudgementSummary] = []
+    if choice.judge is not None:
+        rows = boards.store.list_judgements(JudgementQuery(
+            judge=choice.judge, level=level.level, player=player, opponent=opponent, question_id=question_id,
+            shown=shown, tournament_id=tournament, upto=upto, limit=page.fetch, offset=page.offset))
+    # the pages after this one hold the same list: this judge's, as of this page's newest
+    pinned: dict[str, str | int] = {}
+    if judge is None and choice.judge is not None:
+        pinned["judge"] = choice.judge
+    if rows and upto is None and page.offset == 0:
+        pinned["upto"] = rows[0].id
+    listed, following = page.keeping(**pinned).cut(rows, response)
+    return JudgementsOut(
+        **judge_fields(choice, "/api/judgements", level=level.level.value, player=player, opponent=opponent,
+                       question_id=question_id, filter=shown.value if shown else None, tournament=tournament),
+        level=level.level.value, player=player, opponent=opponent, tournament=tournament,
+        judgements=[JudgementRow.model_validate(row, from_attributes=True) for row in listed], next=following,
+    )
+
+
 @router.get("/{judgement_id}", response_model=JudgementOut, response_model_exclude_unset=True,
             responses=error_responses(404, 422))
-def get_judgement(judgement_id: JudgementId, store: Annotated[Store, Depends(get_store)]) -> JudgementOut:
-    """The judgement: the question, both sides (model, scenario, output length), the outcome
-    for a, whether the orders agreed, every call, tokens, cost, and `analysis`."""
-    return JudgementOut(**store.get_judgement(judgement_id))
+def get_judgement(
+    judgement_id: JudgementId,
+    store: Annotated[Store, Depends(get_store)],
+    outputs: Annotated[bool, Query(description="include both outputs (`a.output`, `b.output`)")] = False,
+) -> JudgementOut:
+    """The judgement: the question, both sides (model, scenario, output length, and with
+    `outputs=true` the output), the outcome for a, whether the orders agreed, every call (the
+    submission shown first, its verdict and reason), tokens, cost, and `analysis`."""
+    return JudgementOut(**store.get_judgement(judgement_id, outputs=outputs))
 
 
 @router.post(

@@ -10,8 +10,8 @@ row more than the page, so the last page says so without an empty request after 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from starlette.datastructures import URL
@@ -34,6 +34,12 @@ class Window:
     def fetch(self) -> int:
         """How many rows to read: one more than the page, to know whether another follows."""
         return self.limit + 1
+
+    def keeping(self, **params: Any) -> Window:
+        """This window, the next page's URL carrying `params` too: a cursor the first page
+        fixes, such as the newest id of a newest-first list, so that rows stored since do not
+        shift the pages after it."""
+        return replace(self, url=self.url.include_query_params(**params))
 
     def cut(self, rows: Sequence[T], response: Response) -> tuple[list[T], str | None]:
         """The page's rows, and the next page's URL (None on the last page), also set as the

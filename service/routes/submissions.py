@@ -28,6 +28,7 @@ from .common import (
     error_responses,
     get_settings,
     get_store,
+    id_path,
     json_body,
     request_body,
     validate,
@@ -103,3 +104,12 @@ def list_submissions(
     )
     shown, following = page.cut(rows, response)
     return SubmissionsOut(submissions=[SubmissionOut(**row) for row in shown], next=following)
+
+
+@router.get("/{submission_id}", response_model=SubmissionOut, responses=error_responses(404, 422))
+def get_submission(
+    submission_id: Annotated[int, id_path("submission")], store: Annotated[Store, Depends(get_store)]
+) -> SubmissionOut:
+    """One submission with its output, as a row of the list shows it: what a judgement's side
+    (`a.id`, `b.id`) was."""
+    return SubmissionOut(**store.get_submission(submission_id))

@@ -31,6 +31,7 @@ from .failures import FailedMatch, FailureGroup, FailureReport, Failures
 from .gauges import Gauges, JudgeTotals
 from .health import Health
 from .imports import Imports
+from .judgement_lists import JudgementLists, JudgementQuery, JudgementSummary, Result, Shown, SideSummary
 from .judgements import Judgements
 from .marks import Marks, PageMark
 from .matches import Matches
@@ -45,10 +46,11 @@ from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
-           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair"]
+           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
+           "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 
-class Store(Submissions, Tournaments, Matches, Judgements, Views, Imports, Exports, Scores, Health, Rounds,
+class Store(Submissions, Tournaments, Matches, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,
             Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks):
     """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
     the pairs put to voters, in SQLite or PostgreSQL."""

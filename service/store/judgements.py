@@ -27,10 +27,14 @@ class Judgements(Database):
         a, b = subs[row.a_id], subs[row.b_id]
         return _view(row, a, b), a, b
 
-    def get_judgement(self, judgement_id: int) -> dict:
-        """A judgement: both sides (model, scenario), the outcome for a, the calls, tokens, cost,
-        and the tie analysis (None until one was asked for and answered); raises NotFound."""
-        return self.judgement_pair(judgement_id)[0]
+    def get_judgement(self, judgement_id: int, *, outputs: bool = False) -> dict:
+        """A judgement: both sides (model, scenario, and with `outputs` their output texts), the
+        outcome for a, the calls, tokens, cost, and the tie analysis (None until one was asked
+        for and answered); raises NotFound."""
+        view, a, b = self.judgement_pair(judgement_id)
+        if outputs:
+            view["a"]["output"], view["b"]["output"] = a.output, b.output
+        return view
 
     def set_analysis(self, judgement_id: int, analysis: dict) -> None:
         """Keep the tie analysis of a judgement (replacing an earlier one); raises NotFound."""

@@ -50,19 +50,14 @@ def migrate(conn: Connection) -> None:
         _upgrade_6_to_7(conn)
     if version is not None and version < 8:
         _upgrade_7_to_8(conn)
-    _add_indexes(conn)
+    if version is not None and version < 9:
+        _upgrade_8_to_9(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
     for name in COUNTERS:
         if conn.execute(select(counters.c.value).where(counters.c.name == name)).first() is None:
             conn.execute(counters.insert().values(name=name, value=0))
-
-
-def _add_indexes(conn: Connection) -> None:
-    """Indexes added to an existing table without a version bump (create_all makes them only
-    with a new table): created where missing, a no-op on every later start."""
-    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_judgements_pair ON judgements (a_id, b_id)"))
 
 
 def _upgrade_1_to_2(conn: Connection) -> None:
@@ -128,6 +123,22 @@ def _upgrade_7_to_8(conn: Connection) -> None:
     (votes); NULL for the rows already there. api_keys is a new table, made by create_all."""
     for table in ("submissions", "tournaments", "judgements"):
         conn.execute(text(f"ALTER TABLE {table} ADD COLUMN created_by VARCHAR(64)"))
+
+
+def _upgrade_8_to_9(conn: Connection) -> None:
+    """Index what a list of judgements goes by (`store.judgement_lists`, see schema): a judge's
+    in id order (in place of the judge's own index, a prefix of it), its inconsistent ones, each
+    side's submission with the other's, and a submission's model with its scenario (in place of
+    the model's own index). Built inside the upgrade's transaction: on PostgreSQL writers wait
+    for it (seconds at a million judgements), readers do not."""
+    conn.execute(text("DROP INDEX IF EXISTS ix_judgements_judge"))
+    conn.execute(text("DROP INDEX IF EXISTS ix_submissions_model"))
+    for name, table, columns in (("ix_judgements_judge_id", "judgements", "judge, id"),
+                                 ("ix_judgements_judge_consistent", "judgements", "judge, consistent, id"),
+                                 ("ix_judgements_a", "judgements", "a_id, b_id"),
+                                 ("ix_judgements_b", "judgements", "b_id, a_id"),
+                                 ("ix_submissions_model_scenario", "submissions", "model, scenario")):
+        conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})"))
 
 
 MIGRATION_CHUNK = 2000  # rows read at a time while upgrading: memory stays bounded on a large store

@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 
@@ -47,7 +47,8 @@ submissions = Table(
     Column("created_by", String(64)),
     UniqueConstraint("question_id", "model", "scenario", name="uq_submission_key"),
 )
-Index("ix_submissions_model", submissions.c.model)
+# A player at each level (`leaderboard.players.keys_of`): a model, a scenario, or both (a system).
+Index("ix_submissions_model_scenario", submissions.c.model, submissions.c.scenario)
 Index("ix_submissions_scenario", submissions.c.scenario)
 
 tournaments = Table(
@@ -115,11 +116,15 @@ judgements = Table(
     # Human votes: the name of the API key that filed it; NULL for everything else.
     Column("created_by", String(64)),
 )
-Index("ix_judgements_judge", judgements.c.judge)
 Index("ix_judgements_match", judgements.c.match_id)
-# A pair's verdicts (the vote page asks which pairs of a question an LLM judge judged). Added
-# after version 8 without a bump: `migrations.migrate` creates it where it is missing.
-Index("ix_judgements_pair", judgements.c.a_id, judgements.c.b_id)
+# For lists of judgements (`store.judgement_lists`): one judge's newest first (PostgreSQL keeps
+# equal keys in no id order; SQLite's index holds the rowid anyway), its inconsistent ones
+# newest first (often none: single-order judges, imports, votes), and a player's through its
+# submissions, the other side's submission read in the index.
+Index("ix_judgements_judge_id", judgements.c.judge, judgements.c.id)
+Index("ix_judgements_judge_consistent", judgements.c.judge, judgements.c.consistent, judgements.c.id)
+Index("ix_judgements_a", judgements.c.a_id, judgements.c.b_id)
+Index("ix_judgements_b", judgements.c.b_id, judgements.c.a_id)
 
 matches = Table(
     "matches",

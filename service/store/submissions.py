@@ -6,7 +6,7 @@ output of an imported battle's submission): there is nothing to show a judge.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
@@ -16,7 +16,7 @@ from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 
 from . import schema as s
 from .api_keys import WRITER
-from .base import Conflict, Database, NewSubmission, submission_of
+from .base import Conflict, Database, NewSubmission, NotFound, submission_of
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
@@ -91,20 +91,16 @@ class Submissions(Database):
                 query = query.where(column == value)
         with self._read() as conn:
             rows = conn.execute(query).all()
-        return [
-            {
-                "id": r.id,
-                "question_id": r.question_id,
-                "question": r.question,
-                "model": r.model,
-                "scenario": r.scenario,
-                "output": r.output,
-                "metadata": json.loads(r.metadata),
-                "created_at": r.created_at,
-                "created_by": r.created_by,
-            }
-            for r in rows
-        ]
+        return [_view(r) for r in rows]
+
+    def get_submission(self, submission_id: int) -> dict:
+        """One submission, as `list_submissions` shows it; raises NotFound."""
+        t = s.submissions
+        with self._read() as conn:
+            row = conn.execute(select(t).where(t.c.id == submission_id)).first()
+        if row is None:
+            raise NotFound(f"no submission {submission_id}")
+        return _view(row)
 
     def select_submissions(
         self,
@@ -144,6 +140,20 @@ class Submissions(Database):
                 rows = conn.execute(select(t.c.id, t.c.metadata).where(t.c.id.in_(wanted[start:start + CHUNK])))
                 found.update((r.id, json.loads(r.metadata or "{}")) for r in rows)
         return found
+
+
+def _view(row: Any) -> dict:
+    return {
+        "id": row.id,
+        "question_id": row.question_id,
+        "question": row.question,
+        "model": row.model,
+        "scenario": row.scenario,
+        "output": row.output,
+        "metadata": json.loads(row.metadata),
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
 
 
 def _filtered(query: Select, models: Sequence[str] | None, scenarios: Sequence[str] | None,

@@ -4,7 +4,7 @@ What one choice reads, in one snapshot, and why it stays cheap with many submiss
 of answers per question (one grouped pass over the submissions), every human vote with its
 question (human votes are people's clicks: few next to LLM verdicts), then, for the few questions
 sampled at the lowest level only, their answers and which of their pairs an LLM judge judged
-(found by `ix_judgements_pair`). No pair of an unsampled question is ever listed.
+(found by `ix_judgements_a`, on (a_id, b_id)). No pair of an unsampled question is ever listed.
 """
 from __future__ import annotations
 
