@@ -30,7 +30,7 @@ SHOTS = REPO / "test-output" / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1366, "height": 900}
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-PAGES = ["/", "/?by=system", "/judges", "/tournaments", "/tournaments/1", "/vote"]
+PAGES = ["/", "/?by=system", "/judges", "/tournaments", "/tournaments/1", "/judgements", "/judgements/1", "/vote"]
 
 
 @dataclass
@@ -214,3 +214,22 @@ def test_votes_cast_by_keyboard_reach_judge_health(site: Site, page: Any) -> Non
     row = page.locator("tr", has=page.locator(f"a:text-is('{JUDGE}')")).first
     assert "pair" in row.inner_text()  # the page shows the judge's agreement with people now
     assert "human/carol" in page.locator("main").inner_text()
+
+
+def test_a_heatmap_cell_opens_its_judgements_and_one_judgement_its_outputs(site: Site, page: Any) -> None:
+    page.goto(site.url + f"/?judge={JUDGE}&by=system")
+    cell = page.locator("svg.chart-heatmap-win-rate a").first
+    cell.click()
+    page.wait_for_url(re.compile(r"/judgements\?.*opponent="))
+    heading = page.locator("#list-title").inner_text()
+    assert " against " in heading
+    rows = page.locator("table tbody tr")
+    assert rows.count() >= 1
+    rows.first.locator("a").first.click()
+    page.wait_for_url(re.compile(r"/judgements/\d+$"))
+    outputs = page.locator(".answer .output").all_inner_texts()
+    assert len(outputs) == 2 and all(o.startswith("[") for o in outputs)
+    calls = page.locator("ol.calls > li").all_inner_texts()
+    assert len(calls) == 2 and all("shown first" in c for c in calls)  # both orders, each with its order
+    assert "orders agreed" in page.locator("main").inner_text() or "orders disagreed" in page.locator("main").inner_text()
+    shoot(page, "judgement")

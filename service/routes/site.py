@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import page, page_judges, page_tournaments, page_vote
+from . import page, page_judges, page_judgements, page_tournaments, page_vote
 
 router = APIRouter(include_in_schema=False)
-for module in (page, page_judges, page_tournaments, page_vote):
+for module in (page, page_judges, page_judgements, page_tournaments, page_vote):
     router.include_router(module.router)
