@@ -13,8 +13,10 @@ Every board served holds one judge's verdicts (`leaderboard.judges`): `judged` c
 from the roster of judges with verdicts (`service.judge_roster`, kept current the same way) and
 serves that judge's board. A judge is a stream of its own (the same incremental path, a few kept
 in an LRU); the stream of all judges at once (`judge=None`) is for callers inside joust only.
-A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch when the
-revision moves and a few are kept in an LRU keyed by (level, filters). So is a board
+A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch when one
+of its matches resolves (`Store.tournament_seq`; other tournaments' judgements only re-stamp it)
+and a few are kept in an LRU keyed by (level, filters); the pages ask `judged_soon`, which serves
+the last such board at once while a newer one is made in the background (`service.refreshes`). So is a board
 by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
 calls at read time, and so is a board with bootstrap intervals (`bootstrapped`: it resamples the
 questions, which the tallies do not keep), computed once per revision with a fixed seed.
@@ -24,12 +26,12 @@ Judge health, for the page and GET /api/judges, is cached apart: `service.judge_
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -44,6 +46,7 @@ from leaderboard.style_board import ComponentCoefficient, styled_board
 from leaderboard.tally import Tally
 from leaderboard.types import Level, Rating
 from service.judge_roster import OverallRoster, Roster, tournament_roster
+from service.refreshes import Refreshes
 from service.revisioned import Lru
 from service.store import Store
 
@@ -55,6 +58,7 @@ STREAMS = 8  # judge-filtered streams kept
 FILTERED = 32  # tournament-filtered boards and effect fits kept
 BOOTSTRAP_ROUNDS = 200  # resamples of the questions behind a board's bootstrap intervals
 BOOTSTRAP_SEED = 0  # the same judgements always give the same bootstrap intervals
+STALE_FROM = 5_000  # verdicts from which a page serves a tournament's last board while a newer one is made
 
 
 @dataclass(frozen=True)
@@ -62,13 +66,26 @@ class Board:
     """A leaderboard, how many judgements it counts, and the revision it includes everything up to.
 
     `counts`: the pair counts it was fitted on, players in name order (the win-rate and battle
-    matrices), when it was fitted rather than assembled another way (an anchored board)."""
+    matrices), when it was fitted rather than assembled another way (an anchored board). `seq`:
+    over a tournament, the newest resolve seq of its matches when its rows were read, so the
+    board is known current at a later revision while that seq has not moved."""
 
     level: Level
     rows: list[Rating]
     judgements: int
     revision: int
     counts: PairCounts | None = field(default=None, compare=False, repr=False)
+    seq: int | None = field(default=None, compare=False, repr=False)  # over a tournament: `Store.tournament_seq`
+
+
+S = TypeVar("S", Board, Roster)  # a result over a tournament, rebuilt from scratch when its matches resolve
+
+
+def _verdicts(found: Board | Roster) -> int:
+    """The verdicts a board or a roster counts: what rebuilding it reads."""
+    if isinstance(found, Board):
+        return found.judgements
+    return sum(judge.verdicts for judge in found.judges)
 
 
 @dataclass(frozen=True)
@@ -227,14 +244,14 @@ class BoardCache:
         self._styled: Lru[Styled] = Lru(FILTERED)
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
-        self._refit: threading.Thread | None = None
+        self._refreshes = Refreshes("boards")  # the pages' background refreshes, by what they refresh
 
     def choose(self, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
         """The judge of a board on this scope: `judge` if it has verdicts there, else the one
         `leaderboard.judges.choose_judge` picks. NotFound for an unknown tournament;
         `leaderboard.judges.UnknownJudge` for a named judge without verdicts there."""
         if tournament_id is not None:
-            self.store.get_tournament(tournament_id)
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         return self._choose(tournament_id, judge, self.store.revision())
 
     def judged(
@@ -244,12 +261,44 @@ class BoardCache:
         """The judge chosen as `choose` does, and that judge's board (empty when no judge has
         verdicts), current as of this call."""
         if tournament_id is not None:
-            self.store.get_tournament(tournament_id)
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         revision = self.store.revision()
         choice = self._choose(tournament_id, judge, revision)
         if choice.judge is None:
             return choice, Board(level, [], 0, revision, PairCounts.empty())
         return choice, self._board_at(level, tournament_id, choice.judge, dimension, revision)
+
+    def judged_soon(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None, wait_s: float = 1.0,
+    ) -> tuple[JudgeChoice, Board] | None:
+        """For the pages: `judged`, except that a board rebuilt from scratch when its judgements
+        change (over a tournament, by a dimension) and a tournament's roster are served at once
+        from their last computation, however old (the board's `revision` says up to where), while
+        newer ones are computed in the background (`service.refreshes`); None while the very first
+        is still computing after `wait_s`. Why: that rebuild reads every judgement of the scope
+        (seconds at a million), and a page during a tournament must not wait for it at each new
+        judgement. The overall boards are kept current one judgement at a time: served as `judged`
+        serves them. `GET /api/leaderboard` promises current boards and asks `judged`."""
+        if tournament_id is None and dimension is None:
+            return self.judged(level, judge=judge)
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        revision = self.store.revision()
+        if tournament_id is None:
+            roster: Roster | None = self._roster.at(revision)
+        else:
+            roster = self._soon(self._rosters, tournament_id, tournament_id, revision, wait_s,
+                                lambda seq: self._read_roster(tournament_id, seq))
+        if roster is None:
+            return None
+        choice = choose_judge(roster.judges, judge)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, roster.revision, PairCounts.empty())
+        chosen = choice.judge
+        board = self._soon(self._filtered, self._filter_key(level, tournament_id, chosen, dimension), tournament_id,
+                           revision, wait_s, lambda seq: self._read_board(level, tournament_id, chosen, dimension, seq))
+        return None if board is None else (choice, board)
 
     def board(
         self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
@@ -262,7 +311,7 @@ class BoardCache:
         With `dimension`, the board ranks by that dimension of the `dimensions` judgements only,
         rebuilt from scratch when the revision moves (like a tournament's board)."""
         if tournament_id is not None:
-            self.store.get_tournament(tournament_id)
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         return self._board_at(level, tournament_id, judge, dimension, self.store.revision())
 
     def bootstrapped(
@@ -272,7 +321,7 @@ class BoardCache:
         resampled `BOOTSTRAP_ROUNDS` times with `BOOTSTRAP_SEED`, within each component), so
         the same judgements always give the same numbers."""
         if tournament_id is not None:
-            self.store.get_tournament(tournament_id)
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         key = (level, tournament_id, judge, dimension)
         with self._bootstrap_lock:
             revision = self.store.revision()
@@ -310,45 +359,82 @@ class BoardCache:
         if tournament_id is None:
             roster = self._roster.at(revision)
         else:
-            cached = self._rosters.get(tournament_id, revision)
-            roster = cached if cached is not None else tournament_roster(self.store, tournament_id)
-            if cached is None:
-                self._rosters.put(tournament_id, roster)
+            roster = self._scoped(self._rosters, tournament_id, tournament_id, revision,
+                                  lambda seq: self._read_roster(tournament_id, seq))
         return choose_judge(roster.judges, judge)
 
     def _board_at(
         self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None, revision: int
     ) -> Board:
-        if dimension is not None:
-            return self._dimension_board(level, dimension, tournament_id, judge, revision)
-        if tournament_id is None:
+        if tournament_id is None and dimension is None:
             return self._stream(judge).board(level, revision)
-        key = (level, tournament_id, judge)
-        cached = self._filtered.get(key, revision)
-        if cached is not None:
-            return cached
-        rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
-        board = board_from_rows(rows, level, k=self.k, revision=revision)
-        self._filtered.put(key, board)
-        return board
+        return self._scoped(self._filtered, self._filter_key(level, tournament_id, judge, dimension), tournament_id,
+                            revision, lambda seq: self._read_board(level, tournament_id, judge, dimension, seq))
 
-    def _dimension_board(
-        self, level: Level, dimension: str, tournament_id: int | None, judge: str | None, revision: int
-    ) -> Board:
-        key = ("dimension", dimension, level, tournament_id, judge)
-        cached = self._filtered.get(key, revision)
-        if cached is not None:
+    @staticmethod
+    def _filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None) -> tuple:
+        if dimension is not None:
+            return ("dimension", dimension, level, tournament_id, judge)
+        return (level, tournament_id, judge)
+
+    def _read_board(self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
+                    seq: int | None) -> Board:
+        """A board from scratch over a tournament or by a dimension (`seq`: the tournament's,
+        read before its rows), at the revision read before them."""
+        revision = self.store.revision()
+        if dimension is not None:
+            rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
+        else:
+            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+        return dataclasses.replace(board_from_rows(rows, level, k=self.k, revision=revision), seq=seq)
+
+    def _read_roster(self, tournament_id: int, seq: int | None) -> Roster:
+        return dataclasses.replace(tournament_roster(self.store, tournament_id), seq=seq)
+
+    def _fresh(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int) -> S | None:
+        """The result kept for `key` if it is current at `revision`: made at it or later, or over
+        a tournament none of whose matches resolved since it was made (then stamped `revision`:
+        other tournaments' judgements move the revision without changing it)."""
+        cached = lru.get(key, revision)
+        if cached is not None or tournament_id is None:
             return cached
-        rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
-        board = board_from_rows(rows, level, k=self.k, revision=revision)
-        self._filtered.put(key, board)
-        return board
+        latest = lru.latest(key)
+        if latest is None or latest.seq is None or latest.seq != self.store.tournament_seq(tournament_id):
+            return None
+        restamped = dataclasses.replace(latest, revision=revision)
+        lru.put(key, restamped)
+        return restamped
+
+    def _scoped(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int,
+                read: Callable[[int | None], S]) -> S:
+        """The result for `key` current at `revision`: kept, or `read` (given the tournament's seq,
+        taken before it reads) and kept."""
+        fresh = self._fresh(lru, key, tournament_id, revision)
+        if fresh is not None:
+            return fresh
+        made = read(None if tournament_id is None else self.store.tournament_seq(tournament_id))
+        lru.put(key, made)
+        return made
+
+    def _soon(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int, wait_s: float,
+              read: Callable[[int | None], S]) -> S | None:
+        """`_scoped`, but past `STALE_FROM` verdicts a stale result is served at once while the newer
+        one is made in the background (before the first, that one is waited for up to `wait_s`)."""
+        fresh = self._fresh(lru, key, tournament_id, revision)
+        if fresh is not None:
+            return fresh
+        latest = lru.latest(key)
+        if latest is not None and _verdicts(latest) < STALE_FROM:  # rebuilt in the request: milliseconds
+            return self._scoped(lru, key, tournament_id, revision, read)
+        return self._refreshes.soon(
+            key, lambda: lru.latest(key), lambda found: found.revision >= revision,
+            lambda: self._scoped(lru, key, tournament_id, self.store.revision(), read), wait_s)
 
     def effects(self, *, tournament_id: int | None = None, judge: str | None = None) -> EffectsAt:
         """Model and scenario effects over the filtered judgements, refitted when the revision
         moves (`judge=None` pools every judge: for joust's own checks, like `board`)."""
         if tournament_id is not None:
-            self.store.get_tournament(tournament_id)
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         revision = self.store.revision()
         key = (tournament_id, judge)
         cached = self._effects.get(key, revision)
@@ -377,26 +463,13 @@ class BoardCache:
         it; the boards themselves are always current.
         """
         revision = self.store.revision()
-        with self._lock:
-            latest = self._latest_effects.get(judge)
-            if latest is not None and latest.revision >= revision:
-                return latest
-            if self._refit is None or not self._refit.is_alive():
-                self._refit = threading.Thread(target=self._fit_latest, args=(judge,), name="joust-effects",
-                                               daemon=True)
-                self._refit.start()
-            refit = self._refit
-            if stale_ok and latest is not None:
-                return latest
-        refit.join(wait_s)
+        return self._refreshes.soon(("effects", judge), lambda: self._latest_effect(judge),
+                                    lambda latest: latest.revision >= revision, lambda: self.effects(judge=judge),
+                                    wait_s, stale_ok=stale_ok)
+
+    def _latest_effect(self, judge: str | None) -> EffectsAt | None:
         with self._lock:
             return self._latest_effects.get(judge)
-
-    def _fit_latest(self, judge: str | None) -> None:
-        try:
-            self.effects(judge=judge)
-        except Exception:  # the page keeps the previous fit; the API reports the error
-            log.exception("fitting the model and scenario effects failed")
 
     def warm(self) -> None:
         """Build the default judge's boards now, so the first request does not pay for a cold start."""

@@ -24,7 +24,6 @@ first out) for chosen sets, each under the same rule. All of them come from the 
 """
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
@@ -32,9 +31,8 @@ from dataclasses import dataclass
 
 from leaderboard.health import JudgeHealth, VoterAgreement
 from leaderboard.health_tally import HealthTally
+from service.refreshes import Refreshes
 from service.store import Store
-
-log = logging.getLogger(__name__)
 
 REFERENCE_SETS = 8  # results kept for chosen human reference sets, besides the default one
 CHUNK = 100_000  # judgements read per query while catching up, to bound memory on a cold start
@@ -82,8 +80,7 @@ class JudgeHealthCache:
         self._computing = threading.Lock()  # held by the one refresh at a time, with the tally
         self._tally = HealthTally()
         self._read_upto = 0  # the judgement id the tally holds every judgement up to
-        self._threads_lock = threading.Lock()
-        self._threads: dict[Humans, threading.Thread] = {}  # background refreshes, by reference set
+        self._refreshes = Refreshes("judge-health")  # the pages' background refreshes, by reference set
 
     def current(self, humans: Collection[str] | None = None) -> HealthAt:
         """Every judge's health against the votes of `humans` (every human judge when None),
@@ -104,34 +101,9 @@ class JudgeHealthCache:
         tournament writes; GET /api/judges, which promises current figures, asks `current()`."""
         key = reference_key(humans)
         revision, failures = self.store.revision(), self.store.parse_failures()
-        latest = self._latest.get(key)
-        if latest is not None and latest.covers(revision, failures):
-            return latest
-        refresh = self._refresh_in_background(key)
-        if latest is not None:
-            return latest
-        refresh.join(wait_s)
-        return self._latest.get(key)
-
-    def _refresh_in_background(self, key: Humans) -> threading.Thread:
-        """The refresh of `key` running in the background: the one already running, else a new one."""
-        with self._threads_lock:
-            thread = self._threads.get(key)
-            if thread is None or not thread.is_alive():
-                thread = self._threads[key] = threading.Thread(
-                    target=self._refresh_quietly, args=(key,), name="joust-judge-health", daemon=True)
-                thread.start()
-            return thread
-
-    def _refresh_quietly(self, key: Humans) -> None:
-        try:
-            self._refresh(key, self.store.revision(), self.store.parse_failures())
-        except Exception:  # the page keeps the latest result; GET /api/judges reports the error
-            log.exception("refreshing judge health failed")
-        finally:
-            with self._threads_lock:
-                if self._threads.get(key) is threading.current_thread():
-                    del self._threads[key]
+        return self._refreshes.soon(
+            key, lambda: self._latest.get(key), lambda latest: latest.covers(revision, failures),
+            lambda: self._refresh(key, self.store.revision(), self.store.parse_failures()), wait_s)
 
     def _refresh(self, key: Humans, revision: int, failures: Mapping[str, int]) -> HealthAt:
         """The result for `key` covering `revision` and `failures` (read before the judgements,

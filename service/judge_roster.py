@@ -18,10 +18,12 @@ from service.store import Store
 
 @dataclass(frozen=True)
 class Roster:
-    """The judges with verdicts on one scope, as of `revision`."""
+    """The judges with verdicts on one scope, as of `revision` (over a tournament, `seq`: its
+    newest resolve seq when read, `Store.tournament_seq`)."""
 
     judges: tuple[JudgeSummary, ...]
     revision: int
+    seq: int | None = None
 
 
 class OverallRoster:

@@ -262,9 +262,10 @@ class TimedBoards:
     observed; any other attribute is the cache's own. A result newer than the last one served for
     the same arguments (or the first) was computed: cache "miss"."""
 
-    TIMED = {"board": "board", "judged": "board", "bootstrapped": "bootstrap", "effects": "effects"}
+    TIMED = {"board": "board", "judged": "board", "judged_soon": "board", "bootstrapped": "bootstrap",
+             "effects": "effects"}
     """The cache's methods timed, and the `what` label each is observed under (`judged` is a
-    board with the judge chosen for it)."""
+    board with the judge chosen for it; `judged_soon` the pages', None while first computed)."""
 
     def __init__(self, boards: Any, histogram: Histogram) -> None:
         self._boards = boards

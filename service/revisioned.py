@@ -39,6 +39,11 @@ class Lru(Generic[R]):
             self._items.move_to_end(key)
             return item
 
+    def latest(self, key: Hashable) -> R | None:
+        """The entry whatever its revision (a page may serve it stale while a newer one is made)."""
+        with self._lock:
+            return self._items.get(key)
+
     def put(self, key: Hashable, item: R) -> None:
         """Keep `item` unless a thread that finished first left a newer one."""
         with self._lock:

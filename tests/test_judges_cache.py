@@ -24,6 +24,7 @@ from service.store.imports import ImportedJudgement
 from tests.api_fixtures import store_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import always, malformed, prefer
+from tests.page_text import tables
 from tests.worker_fixtures import MODELS, start, submit, work
 
 KEY = "judges-cache-key"
@@ -56,12 +57,12 @@ def from_scratch(store: Store) -> list[dict]:
 
 
 def page_calls(client: TestClient) -> dict[str, str]:
-    """The calls column of the page's judge-health table, by judge."""
-    response = client.get("/")
+    """The calls column of the judges page's health tables, by judge."""
+    response = client.get("/judges")
     assert response.status_code == 200, response.text
-    table = response.text.split("<caption>Judge health")[1].split("</table>")[0].split("<tbody>")[1]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)]
-    return {row[0]: row[1] for row in rows}
+    found = tables(response.text)
+    rows = found["LLM and imported judges"] + found.get("Human voters", [])
+    return {row[0]: row[1] for row in rows if len(row) > 1}
 
 
 def run(db: Store, env: Settings, judge: str, **spec: object) -> dict:

@@ -387,7 +387,7 @@ def test_a_board_that_cannot_be_computed_leaves_the_rest_of_the_page(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the fit diverged")
 
-    monkeypatch.setattr(client.app.state.boards._boards, "judged", broken)  # type: ignore[attr-defined]
+    monkeypatch.setattr(client.app.state.boards._boards, "judged_soon", broken)  # type: ignore[attr-defined]
     page = get(client, f"/tournaments/{tid}")
     assert "No board: its board could not be computed: the fit diverged." in text_of(live(page, "board"))
     assert "0 / 3" in live(page, "progress")

@@ -110,10 +110,22 @@ def runs_noun(t: TournamentSummary) -> str:
 @dataclass(frozen=True)
 class SmallBoard:
     """The top of a tournament's board at model level, by the judge the board page would show,
-    or why there is none (`problem`)."""
+    or why there is none (`problem`). `judgements` counted up to `revision`; `behind`: how many
+    revisions the store has moved since (the board being brought up to date in the background)."""
 
     judge: str | None
     rows: tuple[RowView, ...]
     players: int
     groups: int
     problem: str | None = None
+    judgements: int = 0
+    revision: int = 0
+    behind: int = 0
+
+    @property
+    def pending(self) -> bool:
+        """True while a newer board is being computed: the page is fetched again."""
+        return self.behind > 0 or self.problem == COMPUTING
+
+
+COMPUTING = "it is being computed for the first time (it reads every judgement of the tournament)"

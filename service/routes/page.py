@@ -12,6 +12,7 @@ page costs what `GET /api/leaderboard` costs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -21,12 +22,13 @@ from fastapi.responses import HTMLResponse, Response
 from leaderboard.dimensions import DIMENSIONS
 from leaderboard.effects import fit_effects
 from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
-from leaderboard.types import Level
+from leaderboard.types import Level, Rating
 from service.api_models import By
 from service.boards import Board, BoardCache, EffectsAt
 from service.pages.board_view import board_view, mean_lengths
 from service.pages.figures import BoardFigures, Figure, draw_board, latest_history
 from service.pages.render import Mark, mark_of, not_modified, render
+from service.revisioned import Lru
 from service.store import NotFound, Store, TournamentName
 
 from .common import get_store
@@ -63,6 +65,19 @@ class Lengths:
 
 
 LENGTHS = Lengths()
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A board's pictures, drawn for the board holding `rows` (kept: compared by identity, exact
+    whatever store or process state; a board is made once per revision)."""
+
+    figures: BoardFigures
+    rows: list[Rating]
+    revision: int
+
+
+DRAWN: Lru[Drawn] = Lru(16)  # by (level, judge, tournament, dimension): drawing costs 70-100 ms at 400 players
 
 
 def parse_level(by: str | None) -> Level:
@@ -129,11 +144,14 @@ def page(
     except PageProblem as exc:
         return problem_page(request, store, mark, str(exc), 422)
     try:
-        choice, board = cache.judged(level, tournament_id=tournament, judge=judge, dimension=dimension)
+        judged = cache.judged_soon(level, tournament_id=tournament, judge=judge, dimension=dimension)
     except UnknownJudge as exc:
         return problem_page(request, store, mark, str(exc), 404, known=exc.known)
     except NotFound as exc:
         return problem_page(request, store, mark, str(exc), 404)
+    if judged is None:
+        return computing_page(request, mark)
+    choice, board = judged
     effects = effects_of(cache, choice, tournament, board)
     view = board_view(board.rows, LENGTHS.of(store, level))
     context = {
@@ -151,9 +169,10 @@ def page(
             "judge": choice.judge, "by": level.value, "tournament": tournament, "dimension": dimension}.items()
             if v is not None}),
     }
-    context["figures"], context["history"] = figures_of(store, board, choice, level, tournament,
+    context["figures"], context["history"] = figures_of(store, board, choice, level, tournament, dimension,
                                                         context["form"]["tournaments"])
-    pending = effects is None or effects.revision < board.revision
+    context["behind"] = max(mark.revision - board.revision, 0)  # a tournament's board still being brought up to date
+    pending = effects is None or effects.revision < board.revision or context["behind"] > 0
     return render(request, "board.html", context, mark=mark, title="Leaderboard", pending=pending)
 
 
@@ -193,17 +212,33 @@ def form_context(store: Store, choice: JudgeChoice, level: Level, tournament: in
 
 
 def figures_of(store: Store, board: Board, choice: JudgeChoice, level: Level, tournament: int | None,
-               names: list[TournamentName]) -> tuple[BoardFigures, Figure | None]:
+               dimension: str | None, names: list[TournamentName]) -> tuple[BoardFigures, Figure | None]:
     """The board's pictures (heatmap cells linked to the judgements between the two players),
-    and the history of the tournament in scope, or of the newest scheduled one."""
+    drawn once per board (`DRAWN`), and the history of the tournament in scope, or of the newest
+    scheduled one."""
     def href(row: str, column: str) -> str:
         return judgements_link(choice.judge, level, row, column, tournament)
 
-    drawn = draw_board(board.rows, board.counts, href)
+    key = (level, choice.judge, tournament, dimension)
+    kept = DRAWN.latest(key)
+    if kept is not None and kept.rows is board.rows:  # the same board (a re-stamped one shares its rows)
+        drawn = kept.figures
+    else:
+        drawn = draw_board(board.rows, board.counts, href)
+        DRAWN.put(key, Drawn(drawn, board.rows, board.revision))
     scoped = [n for n in names if n.id == tournament] if tournament is not None else names
     if tournament is not None and not scoped:  # a run of a schedule, or an import's layer
         scoped = [TournamentName(tournament, f"tournament {tournament}", "scoped", None)]
     return drawn, latest_history(store, scoped, level if level is not Level.SYSTEM else Level.MODEL)
+
+
+def computing_page(request: Request, mark: Mark) -> HTMLResponse:
+    """The first board of a scope still being computed after a second: said so, and fetched
+    again by the live script (pending) rather than waited for."""
+    message = ("This board is being computed for the first time (it reads every judgement of its scope): "
+               "this page reloads when it is ready.")
+    return render(request, "problem.html", {"message": message, "known": []}, mark=mark, title="Leaderboard",
+                  pending=True)
 
 
 def problem_page(request: Request, store: Store, mark: Mark, message: str, status: int,

@@ -23,9 +23,11 @@ from leaderboard.types import Level
 from service.api_views import TournamentOut, TournamentSummary
 from service.boards import BoardCache
 from service.pages.board_view import board_view
+from service.pages.counted import Counted
 from service.pages.figures import history_figure
 from service.pages.render import Mark, mark_of, render
 from service.pages.tournament_view import (
+    COMPUTING,
     PACE_WINDOW_S,
     UNFINISHED,
     ListRow,
@@ -50,6 +52,8 @@ PAGE_SIZE = 50  # tournaments a page of the list
 RUNS_LISTED = 10  # runs listed under each parent on the list (the rest on its own page)
 RUNS_SHOWN = 50  # runs shown with their progress on a tournament's page (older ones as links)
 BOARD_ROWS = 10  # players of the small board on a tournament's page
+LISTS: Counted[list[dict]] = Counted("tournament-lists")  # pages of the list, by (store, offset)
+SUMMARIES: Counted[dict] = Counted("tournament-summaries")  # tournaments with their counts, by (store, id)
 
 
 def parse_offset(value: str | None) -> int:
@@ -73,7 +77,8 @@ def tournaments_page(request: Request, store: Annotated[Store, Depends(get_store
         offset = parse_offset(request.query_params.get("offset"))
     except PageProblem as exc:
         return problem_page(request, mark, str(exc), 422)
-    found = store.list_tournaments(limit=PAGE_SIZE + 1, offset=offset, top_level=True)
+    listed = LISTS.get(store, offset, mark.mark, lambda: counted_list(store, offset))
+    found = listed.value
     shown = [TournamentSummary(**row) for row in found[:PAGE_SIZE]]
     runs = store.runs_of([t.id for t in shown], newest=RUNS_LISTED)
     context = {
@@ -83,7 +88,8 @@ def tournaments_page(request: Request, store: Annotated[Store, Depends(get_store
         "next": list_link(offset + PAGE_SIZE) if len(found) > PAGE_SIZE else None,
         "usd": usd,
     }
-    return render(request, "tournaments.html", context, mark=mark, title="Tournaments")
+    return render(request, "tournaments.html", context, mark=mark, title="Tournaments",
+                  pending=listed.mark != mark.mark)
 
 
 @router.get("/tournaments/{tournament_id}", response_class=HTMLResponse, include_in_schema=False)
@@ -103,13 +109,15 @@ def tournament_page(
         return problem_page(request, mark, str(exc), 422)
     assert tid is not None  # a path segment is never empty
     try:
-        t = TournamentOut(**store.get_tournament(tid))
+        summary = SUMMARIES.get(store, tid, mark.mark, lambda: counted_tournament(store, tid))
     except NotFound as exc:
         return problem_page(request, mark, f"{exc}: the tournaments are listed at /tournaments", 404)
     failures = store.tournament_failures(tid)
     runs = store.runs_of([tid], newest=RUNS_SHOWN).get(tid)
+    t = TournamentOut(**summary.value)
     pace = Pace(PACE_WINDOW_S, store.judged_within(tid, PACE_WINDOW_S)) if t.status.value in UNFINISHED else None
     listed = {r.id for r in runs.newest} if runs else set()
+    board = small_board(cache, tid, mark)
     context = {
         "t": t,
         "stop": stop_reason(t, failures.streak),
@@ -120,25 +128,43 @@ def tournament_page(
         "pace": pace,
         "calls_per_minute": calls_per_minute(t, pace) if pace else None,
         "spent_share": share(t.spent_usd, t.budget),
-        "board": small_board(cache, tid),
+        "board": board,
         "board_href": board_link(tournament=tid),
         "history": history_figure(store, TournamentName(t.id, t.name, t.schedule, t.parent_id)),
         "usd": usd,
     }
-    return render(request, "tournament.html", context, mark=mark, title=f"Tournament #{t.id}")
+    return render(request, "tournament.html", context, mark=mark, title=f"Tournament #{t.id}",
+                  pending=board.pending or summary.mark != mark.mark)
 
 
-def small_board(cache: BoardCache, tournament_id: int) -> SmallBoard:
+def counted_list(store: Store, offset: int) -> tuple[list[dict], int]:
+    """A page of the list (one more row than shown: is there a next page?) and the matches it counted."""
+    found = store.list_tournaments(limit=PAGE_SIZE + 1, offset=offset, top_level=True)
+    return found, sum(row["matches_total"] for row in found)
+
+
+def counted_tournament(store: Store, tournament_id: int) -> tuple[dict, int]:
+    """A tournament with its counts and spend (`Store.get_tournament`), and the matches it counted."""
+    found = store.get_tournament(tournament_id)
+    return found, found["matches_total"]
+
+
+def small_board(cache: BoardCache, tournament_id: int, mark: Mark) -> SmallBoard:
     """The first players of the tournament's board at model level (the judge chosen as the
-    board page chooses it); a board that cannot be had says why instead of failing the page."""
+    board page chooses it), served at once from its last computation while a newer one is made
+    (`BoardCache.judged_soon`); a board that cannot be had says why instead of failing the page."""
     try:
-        choice, board = cache.judged(Level.MODEL, tournament_id=tournament_id)
+        judged = cache.judged_soon(Level.MODEL, tournament_id=tournament_id)
     except Exception as exc:  # the rest of the page is worth showing whatever the fit does
         log.exception("the board of tournament %d could not be computed", tournament_id)
         return SmallBoard(None, (), 0, 0, f"its board could not be computed: {exc}")
+    if judged is None:
+        return SmallBoard(None, (), 0, 0, COMPUTING)
+    choice, board = judged
     view = board_view(board.rows, {})
     rows = tuple(row for group in view.groups for row in group.rows)
-    return SmallBoard(choice.judge, rows[:BOARD_ROWS], len(rows), len(view.groups))
+    return SmallBoard(choice.judge, rows[:BOARD_ROWS], len(rows), len(view.groups), judgements=board.judgements,
+                      revision=board.revision, behind=max(mark.revision - board.revision, 0))
 
 
 def problem_page(request: Request, mark: Mark, message: str, status: int) -> HTMLResponse:

@@ -1,6 +1,9 @@
 // Keeps a page current without reloading it (service/pages/render.py): every few seconds it asks
 // GET /api/revision, and when the store's mark moved it fetches the page again and swaps in each
-// [data-live] region whose HTML changed, keeping the scroll position and any open <details>.
+// [data-live] region whose HTML changed, keeping the scroll position and any open <details>; a page
+// that gained a region (a board computed for the first time) is reloaded whole. A page served with
+// a part still being computed carries a mark ending "~pending", which never equals the store's, so
+// it is fetched again at the next look until it is current.
 // Without JavaScript nothing reloads by itself; the stamp says so.
 (function () {
   "use strict";
@@ -22,10 +25,12 @@
     var x = window.scrollX, y = window.scrollY;
     var open = openDetails(document);
     var changed = [];
+    var gained = false;
     fresh.querySelectorAll("[data-live]").forEach(function (next) {
       var name = next.getAttribute("data-live");
       var here = document.querySelector('[data-live="' + name + '"]');
-      if (!here || here.innerHTML === next.innerHTML) { return; }
+      if (!here) { gained = true; return; }
+      if (here.innerHTML === next.innerHTML) { return; }
       if (here.contains(document.activeElement) && document.activeElement !== document.body) { return; }
       here.innerHTML = next.innerHTML;
       changed.push(here);
@@ -35,6 +40,7 @@
       if (d) { d.open = open[id]; }
     });
     window.scrollTo(x, y);
+    if (gained) { window.location.reload(); return; }
     if (changed.length) {
       document.dispatchEvent(new CustomEvent("live:updated", { detail: { regions: changed } }));
     }
@@ -62,7 +68,8 @@
             if (text === null) { return; }
             var fresh = new DOMParser().parseFromString(text, "text/html");
             swap(fresh);
-            mark = now.mark;
+            var shown = fresh.getElementById("stamp");
+            mark = (shown && shown.getAttribute("data-mark")) || now.mark;
             stamp.setAttribute("data-mark", mark);
             say(now.revision);
           });

@@ -129,7 +129,8 @@ def _upgrade_8_to_9(conn: Connection) -> None:
     """Index what a list of judgements goes by (`store.judgement_lists`, see schema): a judge's
     in id order (in place of the judge's own index, a prefix of it), its inconsistent ones, each
     side's submission with the other's, and a submission's model with its scenario (in place of
-    the model's own index). Built inside the upgrade's transaction: on PostgreSQL writers wait
+    the model's own index); and a tournament's matches by resolve and by finish time (the
+    tournament pages). Built inside the upgrade's transaction: on PostgreSQL writers wait
     for it (seconds at a million judgements), readers do not."""
     conn.execute(text("DROP INDEX IF EXISTS ix_judgements_judge"))
     conn.execute(text("DROP INDEX IF EXISTS ix_submissions_model"))
@@ -137,7 +138,11 @@ def _upgrade_8_to_9(conn: Connection) -> None:
                                  ("ix_judgements_judge_consistent", "judgements", "judge, consistent, id"),
                                  ("ix_judgements_a", "judgements", "a_id, b_id"),
                                  ("ix_judgements_b", "judgements", "b_id, a_id"),
-                                 ("ix_submissions_model_scenario", "submissions", "model, scenario")):
+                                 ("ix_submissions_model_scenario", "submissions", "model, scenario"),
+                                 # a tournament's newest resolve (its board is rebuilt only when it moves)
+                                 # and its pace (matches finished lately: a range, not a scan)
+                                 ("ix_matches_tournament_seq", "matches", "tournament_id, seq"),
+                                 ("ix_matches_tournament_finished", "matches", "tournament_id, status, finished_at")):
         conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})"))
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from . import schema as s
 from .base import Database
@@ -71,6 +71,16 @@ class Runs(Database):
                 counts.update(match_counts(conn, shown[start:start + CHUNK]))
         return {parent: RunList(len(rows), tuple(_run_row(row, counts[row.id]) for row in rows[:newest]))
                 for parent, rows in children.items()}
+
+    def tournament_seq(self, tournament_id: int) -> int:
+        """The newest resolve seq among the matches of a tournament and its runs (0 for none):
+        its board and roster change only when it moves, whatever other tournaments resolve. One
+        index lookup per run (`ix_matches_tournament_seq`)."""
+        m, t = s.matches, s.tournaments
+        newest = select(func.max(m.c.seq)).where(m.c.tournament_id == t.c.id).scalar_subquery()
+        query = select(func.max(newest)).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+        with self._read() as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     def judged_within(self, tournament_id: int, seconds: float) -> int:
         """How many of the run's matches were judged in the last `seconds` (by the store's

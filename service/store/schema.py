@@ -161,6 +161,8 @@ Index("ix_matches_tournament_status", matches.c.tournament_id, matches.c.status)
 Index("ix_matches_status", matches.c.status)
 Index("ix_matches_judgement", matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
 Index("ix_matches_seq", matches.c.seq, unique=True)
+Index("ix_matches_tournament_seq", matches.c.tournament_id, matches.c.seq)
+Index("ix_matches_tournament_finished", matches.c.tournament_id, matches.c.status, matches.c.finished_at)
 
 # The board (one level) when a scheduled tournament's run finished: one row per player.
 board_snapshots = Table(

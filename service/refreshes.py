@@ -1,0 +1,75 @@
+"""Stale-while-refresh for the pages: serve the latest result at once, refresh it in the background.
+
+Why: a page must answer in milliseconds while a tournament writes judgements, and some of what it
+shows (effects, judge health, a tournament's board and roster) takes seconds to recompute from
+the judgements. So a page asks `Refreshes.soon`: a current result is served as is; a stale one is
+served at once (its `revision` says how old it is) while one background thread per key computes
+a newer one (single-flight: a key never has two refreshes running, so requests arriving during a
+refresh do not pile up work); before the first result, that first computation is waited for up
+to `wait_s`, then None (the page says it is being computed). The API, which promises current
+results, does not come here.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Refreshes:
+    """Background refreshes by key, at most one running per key; `started` counts them, so a test
+    can tell a served result from a refreshed one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = 0
+        self._lock = threading.Lock()
+        self._threads: dict[Hashable, threading.Thread] = {}
+
+    def start(self, key: Hashable, work: Callable[[], object]) -> threading.Thread:
+        """The refresh of `key` running in the background: the one already running, else `work`
+        started in a new thread (its errors logged: the page keeps the latest result)."""
+        with self._lock:
+            thread = self._threads.get(key)
+            if thread is None or not thread.is_alive():
+                thread = self._threads[key] = threading.Thread(
+                    target=self._run, args=(key, work), name=f"joust-{self.name}", daemon=True)
+                self.started += 1
+                thread.start()
+            return thread
+
+    def soon(self, key: Hashable, latest: Callable[[], T | None], current: Callable[[T], bool],
+             work: Callable[[], object], wait_s: float = 1.0, *, stale_ok: bool = True) -> T | None:
+        """`latest()` when it is `current`; else that stale result at once with `work` started in
+        the background to keep a newer one; before any result (or always, without `stale_ok`),
+        `work` is waited for up to `wait_s` and `latest()` read again (None if there is none yet)."""
+        found = latest()
+        if found is not None and current(found):
+            return found
+        thread = self.start(key, work)
+        if found is not None and stale_ok:
+            return found
+        thread.join(wait_s)
+        return latest()
+
+    def join(self, key: Hashable, timeout_s: float | None = None) -> None:
+        """Wait for the refresh of `key` if one is running (tests, and callers that must see it)."""
+        with self._lock:
+            thread = self._threads.get(key)
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _run(self, key: Hashable, work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception:
+            log.exception("refreshing %s %r in the background failed", self.name, key)
+        finally:
+            with self._lock:
+                if self._threads.get(key) is threading.current_thread():
+                    del self._threads[key]
