@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ CHUNK = 100_000  # rows read per query while catching up, to bound memory on a c
 STREAMS = 8  # judge-filtered streams kept
 FILTERED = 32  # tournament-filtered boards and effect fits kept
 BOOTSTRAP_ROUNDS = 200  # resamples of the questions behind a board's bootstrap intervals
+SLOW_FIT_S = 0.02  # an overall board whose fit takes longer is refitted in the background for the pages
 BOOTSTRAP_SEED = 0  # the same judgements always give the same bootstrap intervals
 STALE_FROM = 5_000  # verdicts from which a page serves a tournament's last board while a newer one is made
 
@@ -195,6 +197,8 @@ class Stream:
         self._players = Players()
         self._tallies = {level: Tally(k=self.k) for level in Level}
         self._boards: dict[Level, Board] = {}
+        self._last: dict[Level, Board] = {}  # the newest board fitted per level, kept across catch-ups
+        self._fit_s: dict[Level, float] = {}  # how long the newest fit per level took
 
     def board(self, level: Level, revision: int) -> Board:
         """The board including every judgement resolved up to `revision` (or later)."""
@@ -203,10 +207,19 @@ class Stream:
                 self._catch_up()
             board = self._boards.get(level)
             if board is None:
+                began = time.perf_counter()
                 tally = self._tallies[level]
                 counts = tally.counts()
                 board = self._boards[level] = Board(level, tally.board(counts), tally.battles, self.seq, counts)
+                self._fit_s[level] = time.perf_counter() - began
+                self._last[level] = board
             return board
+
+    def latest(self, level: Level) -> tuple[Board, float] | None:
+        """The newest board fitted at `level`, however old, and how long its fit took."""
+        with self.lock:
+            board = self._last.get(level)
+            return None if board is None else (board, self._fit_s[level])
 
     def _catch_up(self) -> None:
         """Add the rows resolved since `seq`; on any error start over rather than half-add."""
@@ -223,6 +236,10 @@ class Stream:
         except BaseException:
             self._reset()
             raise
+
+
+def _board_of(latest: tuple[Board, float] | None) -> Board | None:
+    return None if latest is None else latest[0]
 
 
 class BoardCache:
@@ -244,6 +261,7 @@ class BoardCache:
         self._styled: Lru[Styled] = Lru(FILTERED)
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
+        self.slow_fit_s = SLOW_FIT_S
         self._refreshes = Refreshes("boards")  # the pages' background refreshes, by what they refresh
 
     def choose(self, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
@@ -278,10 +296,12 @@ class BoardCache:
         newer ones are computed in the background (`service.refreshes`); None while the very first
         is still computing after `wait_s`. Why: that rebuild reads every judgement of the scope
         (seconds at a million), and a page during a tournament must not wait for it at each new
-        judgement. The overall boards are kept current one judgement at a time: served as `judged`
-        serves them. `GET /api/leaderboard` promises current boards and asks `judged`."""
+        judgement. The overall boards are kept current one judgement at a time, but their fit is
+        redone at each new judgement: one whose fit takes longer than `slow_fit_s` is refitted the
+        same way, behind the page (`_overall_soon`). `GET /api/leaderboard` promises current
+        boards and asks `judged`."""
         if tournament_id is None and dimension is None:
-            return self.judged(level, judge=judge)
+            return self._overall_soon(level, judge, wait_s)
         if tournament_id is not None:
             self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         revision = self.store.revision()
@@ -415,6 +435,23 @@ class BoardCache:
         made = read(None if tournament_id is None else self.store.tournament_seq(tournament_id))
         lru.put(key, made)
         return made
+
+    def _overall_soon(self, level: Level, judge: str | None, wait_s: float) -> tuple[JudgeChoice, Board] | None:
+        """An overall board for a page: current, unless its last fit took longer than `SLOW_FIT_S`
+        (hundreds of players): then the last one at once while the refit runs in the background,
+        so that a page during a tournament never waits for a fit at each new judgement."""
+        revision = self.store.revision()
+        choice = self._choose(None, judge, revision)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, revision, PairCounts.empty())
+        stream = self._stream(choice.judge)
+        last = stream.latest(level)
+        if last is None or last[1] < self.slow_fit_s or last[0].revision >= revision:
+            return choice, stream.board(level, revision)
+        board = self._refreshes.soon(
+            ("overall", level, choice.judge), lambda: _board_of(stream.latest(level)),
+            lambda found: found.revision >= revision, lambda: stream.board(level, self.store.revision()), wait_s)
+        return None if board is None else (choice, board)
 
     def _soon(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int, wait_s: float,
               read: Callable[[int | None], S]) -> S | None:

@@ -9,7 +9,7 @@ import random
 import pytest
 from fastapi.testclient import TestClient
 
-from leaderboard.types import Winner
+from leaderboard.types import Level, Winner
 from service.config import Settings
 from service.store.imports import ImportedJudgement
 from tests.api_fixtures import store_of
@@ -190,3 +190,24 @@ def test_a_page_with_effects_still_being_refitted_is_fetched_again(client: TestC
     assert cache.effects_soon(wait_s=30, judge=JUDGE).revision == store_of(client).revision()
     fresh = client.get(f"/?judge={JUDGE}")
     assert "etag" in fresh.headers and "~pending" not in fresh.text
+
+
+def test_a_board_slow_to_fit_is_refitted_behind_the_page(client: TestClient) -> None:
+    """A board whose fit is slow (hundreds of players; here every fit counts as slow) is served
+    from its last fit while the refit runs, and says so; the API's board stays current."""
+    seed(client, random.Random(11), questions=2)
+    cache = client.app.state.boards._boards  # type: ignore[attr-defined]  # the cache behind its timing
+    cache.slow_fit_s = 0.0
+    first = client.get(f"/?judge={JUDGE}")
+    assert matches(first.text) == 2 * 6 and "etag" in first.headers
+    submit(client, {"x": "one more", "y": "and another"}, "q60")
+    ids = [s["id"] for s in client.get("/api/submissions?question_id=q60").json()["submissions"]]
+    store_of(client).import_judgements(name="more", source="test", judge=JUDGE, criteria="overall",
+                                       rows=[verdict("later", ids[0], ids[1], "A")])
+    stale = client.get(f"/?judge={JUDGE}")
+    assert matches(stale.text) == 2 * 6 and "etag" not in stale.headers and '~pending"' in stale.text
+    assert "newer being added" in visible(stale.text)
+    api = client.get(f"/api/leaderboard?judge={JUDGE}").json()  # the API waits for nothing stale
+    assert sum(r["matches"] for r in api["rows"]) == 2 * 7
+    cache._refreshes.join(("overall", Level.MODEL, JUDGE), 30)
+    assert matches(client.get(f"/?judge={JUDGE}").text) == 2 * 7
