@@ -60,14 +60,18 @@ def parse(html: str) -> Tags:
     return tags
 
 
-def test_the_page_has_the_headers_and_nothing_inline(client: TestClient) -> None:
-    response = client.get("/")
+@pytest.mark.parametrize("path", ["/", "/judges", "/judgements", "/tournaments", "/vote"])
+def test_the_pages_have_the_headers_and_nothing_inline(client: TestClient, path: str) -> None:
+    response = client.get(path)
     assert response.status_code == 200
     assert_secured(response)
     tags = parse(response.text)
     assert tags.inline == []  # no inline script or style
-    assert not [t for t, _ in tags.tags if t in ("script", "style")]
+    scripts = [attrs for t, attrs in tags.tags if t == "script"]
+    assert all(attrs.get("src", "").startswith("/static/") for attrs in scripts)  # package files only
+    assert not [t for t, _ in tags.tags if t == "style"]
     assert not [attrs for _, attrs in tags.tags if "style" in attrs]  # no style attributes either
+    assert not [name for _, attrs in tags.tags for name in attrs if name.startswith("on")]  # nor handlers
     [sheet] = [attrs["href"] for tag, attrs in tags.tags if tag == "link" and attrs.get("rel") == "stylesheet"]
     css = client.get(sheet)
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
