@@ -107,7 +107,7 @@ def test_joust_up_runs_the_whole_pipeline(joust: Joust, fake: FakeAnthropic) -> 
     # each model's 2 submissions meet the other models' 4: 8 ties each
     assert {row["ties"] for row in board["rows"]} == {8} and all(row["wins"] == 0 for row in board["rows"])
 
-    status, page = joust.call("GET", "/")
+    status, page = joust.call("GET", "/?by=system")
     assert status == 200 and "good + plus" in page
 
     # Ctrl-C / SIGTERM stops everything, Redis included
