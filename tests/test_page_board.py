@@ -5,6 +5,7 @@ problem pages for choices that are not ones, and the ETag on the store's mark.""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 from leaderboard.types import Level, Winner
 from service.config import Settings
 from service.store.imports import ImportedJudgement
-from tests.api_fixtures import store_of
+from tests.api_fixtures import MakeClient, store_of
 from tests.page_text import rows_of, visible
 
 KEY = "board-key"
@@ -211,3 +212,15 @@ def test_a_board_slow_to_fit_is_refitted_behind_the_page(client: TestClient) -> 
     assert sum(r["matches"] for r in api["rows"]) == 2 * 7
     cache._refreshes.join(("overall", Level.MODEL, JUDGE), 30)
     assert matches(client.get(f"/?judge={JUDGE}").text) == 2 * 7
+
+
+def test_two_stores_never_share_their_output_lengths(make_client: MakeClient, tmp_path: Path) -> None:
+    """Two apps in one process, each on its own store, whose newest submissions have one id."""
+    clients = [make_client(), make_client(data_dir=tmp_path / "other", database_url=None)]
+    for client, long in zip(clients, (300, 20)):
+        ids = submit(client, {"x": "x" * long, "y": "y" * 10}, "q1")
+        store_of(client).import_judgements(name="one", source="test", judge=JUDGE, criteria="overall",
+                                           rows=[verdict("k", ids["x"], ids["y"], "A")])
+    for client, long in zip([*clients, clients[0]], (300, 20, 300)):
+        row = next(r for r in rows_of(get(client, f"/?judge={JUDGE}"), BOARD) if len(r) > 2 and r[1].startswith("x"))
+        assert row[8] == str(long)

@@ -52,16 +52,17 @@ class PageProblem(ValueError):
 
 
 class Lengths:
-    """Mean output lengths, read again only when a submission was added."""
+    """Mean output lengths, read again only when a submission was added to the same store (the
+    store is part of the key: two apps in one process, as in the tests, never share lengths)."""
 
     def __init__(self) -> None:
-        self._at: tuple[int, list] | None = None
+        self._at: tuple[Store, int, list] | None = None
 
     def of(self, store: Store, level: Level) -> dict[str, float]:
         mark = store.submission_mark()
-        if self._at is None or self._at[0] != mark:
-            self._at = (mark, store.output_lengths())
-        return mean_lengths(self._at[1], level)
+        if self._at is None or self._at[0] is not store or self._at[1] != mark:
+            self._at = (store, mark, store.output_lengths())
+        return mean_lengths(self._at[2], level)
 
 
 LENGTHS = Lengths()
