@@ -11,8 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -21,6 +25,7 @@ import numpy as np
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
 from leaderboard.types import Pair, Winner
+from service.redis_server import RedisServer, free_port
 from service.store import NewJudgement, NewSubmission, Store
 from service.store import schema as s
 
@@ -174,3 +179,44 @@ def wait_ready(client: httpx.Client, proc: subprocess.Popen, log: Path, timeout_
             pass
         time.sleep(0.2)
     raise SystemExit(f"joust api did not answer within {timeout_s:.0f} s")
+
+
+@dataclass(frozen=True)
+class Served:
+    """A real `joust api` over a filled store: the store (for in-process baselines and writers),
+    its URL, and a client of the server."""
+
+    store: Store
+    url: str
+    client: httpx.Client
+
+
+@contextmanager
+def served(judgements: int, models: int, scenarios: int, questions: int, seed: int, blas_threads: int | None,
+           timeout_s: float = 600.0) -> Iterator[Served]:
+    """A temporary data dir filled with `judgements` judgements (`populate`), a redis-server and
+    `joust api` on free loopback ports, ready; all stopped and deleted on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix="joust-bench-"))
+    data_dir = tmp / "data"
+    data_dir.mkdir()
+    url = f"sqlite:///{data_dir / 'joust.db'}"
+    proc: subprocess.Popen | None = None
+    store = Store(url)
+    try:
+        began = time.perf_counter()
+        populate(store, judgements, models, scenarios, questions, seed)
+        print(f"built the data in {time.perf_counter() - began:.1f} s", flush=True)
+        with RedisServer(tmp / "redis", persistence=False) as redis:
+            port, log = free_port(), tmp / "api.log"
+            proc = start_server(data_dir, redis.url, port, log, blas_threads)
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout_s) as client:
+                wait_ready(client, proc, log, timeout_s=60)
+                try:
+                    yield Served(store, url, client)
+                finally:
+                    stop_server(proc)
+    finally:
+        if proc is not None:
+            stop_server(proc)
+        store.close()
+        shutil.rmtree(tmp, ignore_errors=True)

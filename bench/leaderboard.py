@@ -23,11 +23,8 @@ battles_at_level, build_board), a few repetitions. The last line prints
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,11 +33,10 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.harness import Writer, percentiles, populate, start_server, stop_server, wait_ready
+from bench.harness import Writer, percentiles, served
 from leaderboard.board import build_board
 from leaderboard.players import battles_at_level
 from leaderboard.types import Level
-from service.redis_server import RedisServer, free_port
 from service.store import Store
 
 
@@ -74,43 +70,32 @@ def main() -> int:
                         help="OPENBLAS/OMP/MKL_NUM_THREADS for the server (default: inherited)")
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="joust-bench-"))
-    data_dir = tmp / "data"
-    data_dir.mkdir()
-    url = f"sqlite:///{data_dir / 'joust.db'}"
-    proc: subprocess.Popen | None = None
     writer: Writer | None = None
-    try:
+    with served(args.judgements, args.models, args.scenarios, args.questions, args.seed, args.blas_threads,
+                timeout_s=300.0) as server:
+        client, store = server.client, server.store
         began = time.perf_counter()
-        store = Store(url)
-        populate(store, args.judgements, args.models, args.scenarios, args.questions, args.seed)
-        print(f"built the data in {time.perf_counter() - began:.1f} s", flush=True)
-        with RedisServer(tmp / "redis", persistence=False) as redis:
-            port, log = free_port(), tmp / "api.log"
-            proc = start_server(data_dir, redis.url, port, log, args.blas_threads)
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300.0) as client:
-                wait_ready(client, proc, log, timeout_s=60)
-                began = time.perf_counter()
-                for by in ("model", "scenario", "model+scenario"):  # the first may build the cache
-                    client.get("/api/leaderboard", params={"by": by}).raise_for_status()
-                print(f"warm-up (cold cache: read and tally every judgement) {time.perf_counter() - began:.1f} s; "
-                      f"server BLAS threads: {args.blas_threads or 'inherited'}")
-                body = client.get("/api/leaderboard", params={"by": "model"}).json()
-                assert body["revision"] == args.judgements and len(body["rows"]) == args.models, body["revision"]
-                results: dict[str, tuple[float, float, float]] = {}
-                for by in ("model", "model+scenario"):
-                    latencies, _ = timed(client, store, by, args.requests, check_fresh=False)
-                    results[f"idle    by={by}"] = percentiles(latencies)
-                writer = Writer(url, args.models, args.scenarios, args.every, limit=5000)
-                writer.start()
-                for by in ("model", "model+scenario"):
-                    latencies, revisions = timed(client, store, by, args.requests, check_fresh=True)
-                    results[f"writing by={by}"] = percentiles(latencies)
-                    print(f"writing by={by}: {len(revisions)} distinct revisions served, none stale")
-                writer.stop.set()
-                writer.join(timeout=30)
-                print(f"the writer resolved {writer.resolved} judgements during the run")
-            stop_server(proc)
+        for by in ("model", "scenario", "model+scenario"):  # the first may build the cache
+            client.get("/api/leaderboard", params={"by": by}).raise_for_status()
+        print(f"warm-up (cold cache: read and tally every judgement) {time.perf_counter() - began:.1f} s; "
+              f"server BLAS threads: {args.blas_threads or 'inherited'}")
+        body = client.get("/api/leaderboard", params={"by": "model"}).json()
+        assert body["revision"] == args.judgements and len(body["rows"]) == args.models, body["revision"]
+        results: dict[str, tuple[float, float, float]] = {}
+        for by in ("model", "model+scenario"):
+            latencies, _ = timed(client, store, by, args.requests, check_fresh=False)
+            results[f"idle    by={by}"] = percentiles(latencies)
+        writer = Writer(server.url, args.models, args.scenarios, args.every, limit=5000)
+        writer.start()
+        try:
+            for by in ("model", "model+scenario"):
+                latencies, revisions = timed(client, store, by, args.requests, check_fresh=True)
+                results[f"writing by={by}"] = percentiles(latencies)
+                print(f"writing by={by}: {len(revisions)} distinct revisions served, none stale")
+        finally:
+            writer.stop.set()
+            writer.join(timeout=30)
+        print(f"the writer resolved {writer.resolved} judgements during the run")
         baseline = []
         for _ in range(args.baseline_runs):
             began = time.perf_counter()
@@ -118,21 +103,13 @@ def main() -> int:
             board = build_board(battles_at_level(rows, Level.MODEL), k=32.0)
             baseline.append(time.perf_counter() - began)
         assert len(board) == args.models
-        store.close()
-        print(f"{'scenario':<28}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
-        for name, (p50, p95, p99) in results.items():
-            print(f"{name:<28}{p50:>10.2f}{p95:>10.2f}{p99:>10.2f}")
-        base50 = statistics.median(baseline) * 1000.0
-        print(f"{'baseline by=model (scratch)':<28}{base50:>10.1f}   ({len(baseline)} runs: side_rows + build_board)")
-        print(f"ratio {base50 / results['idle    by=model'][1]:.1f}")
-        return 0
-    finally:
-        if writer is not None:
-            writer.stop.set()
-        if proc is not None:
-            stop_server(proc)
-        shutil.rmtree(tmp, ignore_errors=True)
-
+    print(f"{'scenario':<28}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
+    for name, (p50, p95, p99) in results.items():
+        print(f"{name:<28}{p50:>10.2f}{p95:>10.2f}{p99:>10.2f}")
+    base50 = statistics.median(baseline) * 1000.0
+    print(f"{'baseline by=model (scratch)':<28}{base50:>10.1f}   ({len(baseline)} runs: side_rows + build_board)")
+    print(f"ratio {base50 / results['idle    by=model'][1]:.1f}")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -80,6 +80,29 @@ def fit_effects(
     Raises `ConvergenceError` like `bradley_terry`, ValueError for an unknown winner.
     """
     systems, counts, used = _system_counts(rows)
+    return fit_effects_counts(systems, counts, used, ridge=ridge, confidence=confidence, base=base, scale=scale,
+                              method=method, tol=tol, max_iter=max_iter)
+
+
+def fit_effects_counts(
+    systems: Sequence[tuple[str, str]],
+    counts: PairCounts,
+    battles: int,
+    *,
+    ridge: float = DEFAULT_RIDGE,
+    confidence: float = 0.95,
+    base: float = 10.0,
+    scale: float = 400.0,
+    method: Method = "fisher",
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> Effects:
+    """`fit_effects` from system pair counts already kept: `systems[i]` is the (model, scenario)
+    of `counts.players[i]`, `battles` the judgements counted. Why: a service that keeps the
+    system board's counts current one judgement at a time fits the effects from them without
+    reading a million judgements again."""
+    if len(systems) != len(counts.players):
+        raise ValueError(f"{len(systems)} systems named for {len(counts.players)} players counted")
     if not systems:
         return Effects(models={}, scenarios={}, battles=0)
     models = sorted({m for m, _ in systems})
@@ -99,5 +122,5 @@ def fit_effects(
     return Effects(
         models=dict(zip(models, triples[: len(models)])),
         scenarios=dict(zip(scenarios, triples[len(models):])),
-        battles=used,
+        battles=battles,
     )

@@ -39,7 +39,7 @@ import numpy as np
 from leaderboard.battles import BattleLike, PairCounts
 from leaderboard.board import with_intervals
 from leaderboard.components import component_bootstrap
-from leaderboard.effects import Effects, fit_effects
+from leaderboard.effects import Effects, fit_effects, fit_effects_counts
 from leaderboard.judges import JudgeChoice, choose_judge
 from leaderboard.players import SideRow, player_of
 from leaderboard.style import StyleUnavailable
@@ -47,7 +47,7 @@ from leaderboard.style_board import ComponentCoefficient, styled_board
 from leaderboard.tally import Tally
 from leaderboard.types import Level, Rating
 from service.judge_roster import OverallRoster, Roster, tournament_roster
-from service.refreshes import Refreshes
+from service.refreshes import GAP_S, Refreshes
 from service.revisioned import Lru
 from service.store import Store
 
@@ -131,6 +131,7 @@ class Players:
 
     def __init__(self) -> None:
         self._names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.systems: dict[str, tuple[str, str] | None] = {}  # system player → (model, scenario); None: two share it
 
     def names(self, model: str, scenario: str) -> tuple[str, str, str]:
         """(model player, scenario player, system player), as `player_of` names them."""
@@ -142,6 +143,7 @@ class Players:
                 player_of(model, scenario, Level.SCENARIO),
                 player_of(model, scenario, Level.SYSTEM),
             )
+            self.systems[names[2]] = key if self.systems.get(names[2], key) == key else None
         return names
 
     def battles(self, rows: Iterable[SideRow]) -> dict[Level, list[BattleLike]]:
@@ -215,6 +217,20 @@ class Stream:
                 self._last[level] = board
             return board
 
+    def system_counts(self, revision: int) -> tuple[list[tuple[str, str]], PairCounts, int] | None:
+        """The system level's pair counts up to `revision` (or later), each system as its (model,
+        scenario), and the judgements counted: what `fit_effects_counts` needs, without a fit of the
+        board. None when two (model, scenario) share one system name (a model named "a + b")."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            tally = self._tallies[Level.SYSTEM]
+            counts = tally.counts()
+            systems = [self._players.systems.get(name) for name in counts.players]
+            if any(system is None for system in systems):
+                return None
+            return systems, counts, tally.battles  # type: ignore[return-value]
+
     def latest(self, level: Level) -> tuple[Board, float] | None:
         """The newest board fitted at `level`, however old, and how long its fit took."""
         with self.lock:
@@ -262,7 +278,7 @@ class BoardCache:
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
         self.slow_fit_s = SLOW_FIT_S
-        self._refreshes = Refreshes("boards")  # the pages' background refreshes, by what they refresh
+        self._refreshes = Refreshes("boards", gap_s=GAP_S)  # the pages' background refreshes, by what they refresh
 
     def choose(self, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
         """The judge of a board on this scope: `judge` if it has verdicts there, else the one
@@ -477,8 +493,11 @@ class BoardCache:
         cached = self._effects.get(key, revision)
         if cached is not None:
             return cached
-        rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
-        fitted = EffectsAt(fit_effects(rows), revision)
+        kept = self._stream(judge).system_counts(revision) if tournament_id is None else None
+        if kept is not None:  # the counts the overall boards keep current: no judgement read again
+            fitted = EffectsAt(fit_effects_counts(*kept), revision)
+        else:
+            fitted = EffectsAt(fit_effects(self.store.side_rows(tournament_id=tournament_id, judge=judge)), revision)
         self._effects.put(key, fitted)
         if tournament_id is None:
             with self._lock:

@@ -8,15 +8,23 @@ a newer one (single-flight: a key never has two refreshes running, so requests a
 refresh do not pile up work); before the first result, that first computation is waited for up
 to `wait_s`, then None (the page says it is being computed). The API, which promises current
 results, does not come here.
+
+A key is refreshed at most once per `gap_s`: a refresh asked for sooner starts when the gap is
+over (and counts as running meanwhile). Why: during a tournament every request finds a new
+revision, and refreshing a 400-player board at each one would keep a core busy, and hold the
+interpreter lock the requests need, for a picture that the pages fetch every few seconds anyway.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+GAP_S = 1.0  # the pages' refreshes: at most one per key per second (they poll every 4 s)
 
 T = TypeVar("T")
 
@@ -25,11 +33,16 @@ class Refreshes:
     """Background refreshes by key, at most one running per key; `started` counts them, so a test
     can tell a served result from a refreshed one."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, gap_s: float = 0.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.name = name
         self.started = 0
+        self.gap_s = gap_s
+        self._clock = clock
+        self._sleep = sleep
         self._lock = threading.Lock()
         self._threads: dict[Hashable, threading.Thread] = {}
+        self._began: dict[Hashable, float] = {}  # when each key's last refresh began its work
 
     def start(self, key: Hashable, work: Callable[[], object]) -> threading.Thread:
         """The refresh of `key` running in the background: the one already running, else `work`
@@ -37,8 +50,11 @@ class Refreshes:
         with self._lock:
             thread = self._threads.get(key)
             if thread is None or not thread.is_alive():
+                now, began = self._clock(), self._began.get(key)
+                delay = 0.0 if began is None else max(began + self.gap_s - now, 0.0)
+                self._began[key] = now + delay
                 thread = self._threads[key] = threading.Thread(
-                    target=self._run, args=(key, work), name=f"joust-{self.name}", daemon=True)
+                    target=self._run, args=(key, work, delay), name=f"joust-{self.name}", daemon=True)
                 self.started += 1
                 thread.start()
             return thread
@@ -64,8 +80,10 @@ class Refreshes:
         if thread is not None:
             thread.join(timeout_s)
 
-    def _run(self, key: Hashable, work: Callable[[], object]) -> None:
+    def _run(self, key: Hashable, work: Callable[[], object], delay_s: float) -> None:
         try:
+            if delay_s > 0:
+                self._sleep(delay_s)
             work()
         except Exception:
             log.exception("refreshing %s %r in the background failed", self.name, key)

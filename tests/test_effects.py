@@ -103,3 +103,22 @@ def test_no_rows() -> None:
     assert fit_effects([]) == Effects(models={}, scenarios={}, battles=0)
     with pytest.raises(ValueError):
         fit_effects([SideRow("a", "x", "b", "x", "left", "q")])  # type: ignore[arg-type]
+
+
+def test_effects_from_kept_counts_equal_effects_from_rows() -> None:
+    """`fit_effects_counts` on the counts of the same rows, systems in any order, is `fit_effects`."""
+    from leaderboard.effects import _system_counts, fit_effects_counts
+
+    rng = np.random.default_rng(7)
+    rows = simulate(rng, additive(), 1_500)
+    systems, counts, used = _system_counts(rows)
+    order = rng.permutation(len(systems))  # a service's tally keeps its systems in name order, not these
+    got = fit_effects_counts([systems[i] for i in order], counts.take(order), used)
+    want = fit_effects(rows)
+    assert got.battles == want.battles == used
+    for mine, theirs in ((got.models, want.models), (got.scenarios, want.scenarios)):
+        assert mine.keys() == theirs.keys()
+        for name, triple in theirs.items():
+            assert mine[name] == pytest.approx(triple, abs=1e-6)
+    with pytest.raises(ValueError, match="systems named"):
+        fit_effects_counts(systems[:-1], counts, used)

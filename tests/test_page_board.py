@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from leaderboard.types import Level, Winner
 from service.config import Settings
+from service.pages.prepared import View
 from service.store.imports import ImportedJudgement
 from tests.api_fixtures import MakeClient, store_of
 from tests.page_text import rows_of, visible
@@ -212,6 +213,47 @@ def test_a_board_slow_to_fit_is_refitted_behind_the_page(client: TestClient) -> 
     assert sum(r["matches"] for r in api["rows"]) == 2 * 7
     cache._refreshes.join(("overall", Level.MODEL, JUDGE), 30)
     assert matches(client.get(f"/?judge={JUDGE}").text) == 2 * 7
+
+
+def test_a_big_board_is_prepared_behind_the_page(client: TestClient) -> None:
+    """A board big enough to cost tens of milliseconds to draw and render (here every board counts
+    as big) is served as last prepared while the current one is prepared in the background, and
+    says so; once prepared, the page is current again, and one unchanged board is not drawn twice."""
+    seed(client, random.Random(12), questions=2)
+    pages = client.app.state.pages  # type: ignore[attr-defined]
+    pages.behind_from = 0
+    first = client.get(f"/?judge={JUDGE}")
+    assert matches(first.text) == 2 * 6 and "etag" in first.headers
+    view = View(Level.MODEL, JUDGE, None, None)
+    kept = pages._kept.latest(view)
+    assert client.get(f"/?judge={JUDGE}").text.count("<svg") == first.text.count("<svg")
+    assert pages._kept.latest(view) is kept  # nothing moved: nothing prepared again
+    submit(client, {"x": "one more", "y": "and another"}, "q70")
+    ids = [s["id"] for s in client.get("/api/submissions?question_id=q70").json()["submissions"]]
+    store_of(client).import_judgements(name="more", source="test", judge=JUDGE, criteria="overall",
+                                       rows=[verdict("latest", ids[0], ids[1], "A")])
+    stale = client.get(f"/?judge={JUDGE}")
+    assert matches(stale.text) == 2 * 6 and "etag" not in stale.headers and '~pending"' in stale.text
+    assert "newer being added" in visible(stale.text)
+    pages.join(view, 30)
+    client.app.state.boards.effects_soon(wait_s=30, judge=JUDGE)  # type: ignore[attr-defined]
+    fresh = client.get(f"/?judge={JUDGE}")
+    assert matches(fresh.text) == 2 * 7 and "etag" in fresh.headers and "~pending" not in fresh.text
+
+
+def test_mean_lengths_follow_new_submissions(client: TestClient) -> None:
+    """Lengths are kept as running sums: a submission added after the page was shown moves its
+    player's mean, and only its player's."""
+    ids = submit(client, {"x": "x" * 300, "y": "y" * 10}, "q1")
+    store_of(client).import_judgements(name="one", source="test", judge=JUDGE, criteria="overall",
+                                       rows=[verdict("k", ids["x"], ids["y"], "A")])
+
+    def lengths() -> dict[str, str]:
+        return {r[1].split()[0]: r[8] for r in rows_of(get(client, f"/?judge={JUDGE}"), BOARD) if len(r) > 2}
+
+    assert lengths() == {"x": "300", "y": "10"}
+    submit(client, {"x": "x" * 100}, "q2")
+    assert lengths() == {"x": "200", "y": "10"}
 
 
 def test_two_stores_never_share_their_output_lengths(make_client: MakeClient, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ scale's middle to be light enough, the text colour is worked out from the cell's
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 BLACK, WHITE = "#000000", "#ffffff"
@@ -38,6 +39,7 @@ def contrast_ratio(one: str, other: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
+@functools.lru_cache(maxsize=1024)  # a heatmap asks the same few fills hundreds of times
 def pick_text_colour(background: str) -> str:
     """Black or white, whichever contrasts more with `background`: one of them always reaches
     4.58:1 or more, so text drawn in it on that background meets WCAG AA."""
@@ -50,6 +52,7 @@ class Ramp:
 
     stops: tuple[str, ...]
 
+    @functools.lru_cache(maxsize=4096)  # noqa: B019  (the ramps are module constants: kept for good)
     def __call__(self, t: float) -> str:
         t = min(max(t, 0.0), 1.0) * (len(self.stops) - 1)
         i = min(int(t), len(self.stops) - 2)

@@ -12,7 +12,7 @@ page costs what `GET /api/leaderboard` costs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -22,13 +22,12 @@ from fastapi.responses import HTMLResponse, Response
 from leaderboard.dimensions import DIMENSIONS
 from leaderboard.effects import fit_effects
 from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
-from leaderboard.types import Level, Rating
+from leaderboard.types import Level
 from service.api_models import By
 from service.boards import Board, BoardCache, EffectsAt
-from service.pages.board_view import board_view, mean_lengths
-from service.pages.figures import BoardFigures, Figure, draw_board, latest_history
+from service.pages.figures import Figure, latest_history
+from service.pages.prepared import LEVEL_TITLES, PreparedBoards, View
 from service.pages.render import Mark, mark_of, not_modified, render
-from service.revisioned import Lru
 from service.store import NotFound, Store, TournamentName
 
 from .common import get_store
@@ -37,7 +36,6 @@ from .leaderboard import effect_rows, get_boards
 router = APIRouter(tags=["page"])
 
 LEVELS = {"model": Level.MODEL, "scenario": Level.SCENARIO, "system": Level.SYSTEM}
-TITLES = {Level.MODEL: "Models", Level.SCENARIO: "Scenarios", Level.SYSTEM: "Systems (model + scenario)"}
 SCORED = "compqa"  # the criteria set whose absolute scores the page shows (GET /api/scores' default)
 CHOSEN = {
     ChosenBy.NAMED: "named in the address",
@@ -49,36 +47,6 @@ CHOSEN = {
 
 class PageProblem(ValueError):
     """A choice in the address that the page cannot show: answered 422 with the form."""
-
-
-class Lengths:
-    """Mean output lengths, read again only when a submission was added to the same store (the
-    store is part of the key: two apps in one process, as in the tests, never share lengths)."""
-
-    def __init__(self) -> None:
-        self._at: tuple[Store, int, list] | None = None
-
-    def of(self, store: Store, level: Level) -> dict[str, float]:
-        mark = store.submission_mark()
-        if self._at is None or self._at[0] is not store or self._at[1] != mark:
-            self._at = (store, mark, store.output_lengths())
-        return mean_lengths(self._at[2], level)
-
-
-LENGTHS = Lengths()
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """A board's pictures, drawn for the board holding `rows` (kept: compared by identity, exact
-    whatever store or process state; a board is made once per revision)."""
-
-    figures: BoardFigures
-    rows: list[Rating]
-    revision: int
-
-
-DRAWN: Lru[Drawn] = Lru(16)  # by (level, judge, tournament, dimension): drawing costs 70-100 ms at 400 players
 
 
 def parse_level(by: str | None) -> Level:
@@ -144,25 +112,25 @@ def page(
         dimension = parse_dimension(params.get("dimension"))
     except PageProblem as exc:
         return problem_page(request, store, mark, str(exc), 422)
+    view = View(level, judge, tournament, dimension)
     try:
-        judged = cache.judged_soon(level, tournament_id=tournament, judge=judge, dimension=dimension)
+        prepared = get_pages(request).get(view, mark.revision)
     except UnknownJudge as exc:
         return problem_page(request, store, mark, str(exc), 404, known=exc.known)
     except NotFound as exc:
         return problem_page(request, store, mark, str(exc), 404)
-    if judged is None:
+    if prepared is None:
         return computing_page(request, mark)
-    choice, board = judged
+    choice, board = prepared.choice, prepared.board
     effects = effects_of(cache, choice, tournament, board)
-    view = board_view(board.rows, LENGTHS.of(store, level))
     context = {
         "form": form_context(store, choice, level, tournament, dimension),
         "choice": choice, "why": CHOSEN.get(choice.chosen_by, choice.chosen_by.value),
         "judge_links": [(o.judge, o.verdicts, board_link(judge=o.judge, by=level.name.lower(),
                                                          tournament=tournament, dimension=dimension))
                         for o in choice.others],
-        "level": level, "level_title": TITLES[level], "board": board, "view": view,
-        "row_link": lambda player: judgements_link(choice.judge, level, player, tournament=tournament),
+        "level": level, "level_title": LEVEL_TITLES[level], "board": board, "view": prepared.view,
+        "prepared": prepared,
         "effects": effects, "models": effect_rows(effects.effects.models) if effects else [],
         "scenarios": effect_rows(effects.effects.scenarios) if effects else [],
         "scores": scores_of(store),
@@ -170,9 +138,8 @@ def page(
             "judge": choice.judge, "by": level.value, "tournament": tournament, "dimension": dimension}.items()
             if v is not None}),
     }
-    context["figures"], context["history"] = figures_of(store, board, choice, level, tournament, dimension,
-                                                        context["form"]["tournaments"])
-    context["behind"] = max(mark.revision - board.revision, 0)  # a tournament's board still being brought up to date
+    context["history"] = history_of(store, level, tournament, context["form"]["tournaments"])
+    context["behind"] = max(mark.revision - board.revision, 0)  # a board still being brought up to date
     pending = effects is None or effects.revision < board.revision or context["behind"] > 0
     return render(request, "board.html", context, mark=mark, title="Leaderboard", pending=pending)
 
@@ -203,7 +170,7 @@ def form_context(store: Store, choice: JudgeChoice, level: Level, tournament: in
     return {
         "judges": [(s.judge, s.verdicts) for s in choice.judges],
         "judge": choice.judge,
-        "levels": [(name, TITLES[lvl]) for name, lvl in LEVELS.items()],
+        "levels": [(name, LEVEL_TITLES[lvl]) for name, lvl in LEVELS.items()],
         "by": level.name.lower(),
         "tournaments": store.tournament_names(),
         "tournament": tournament,
@@ -212,25 +179,32 @@ def form_context(store: Store, choice: JudgeChoice, level: Level, tournament: in
     }
 
 
-def figures_of(store: Store, board: Board, choice: JudgeChoice, level: Level, tournament: int | None,
-               dimension: str | None, names: list[TournamentName]) -> tuple[BoardFigures, Figure | None]:
-    """The board's pictures (heatmap cells linked to the judgements between the two players),
-    drawn once per board (`DRAWN`), and the history of the tournament in scope, or of the newest
-    scheduled one."""
-    def href(row: str, column: str) -> str:
-        return judgements_link(choice.judge, level, row, column, tournament)
-
-    key = (level, choice.judge, tournament, dimension)
-    kept = DRAWN.latest(key)
-    if kept is not None and kept.rows is board.rows:  # the same board (a re-stamped one shares its rows)
-        drawn = kept.figures
-    else:
-        drawn = draw_board(board.rows, board.counts, href)
-        DRAWN.put(key, Drawn(drawn, board.rows, board.revision))
+def history_of(store: Store, level: Level, tournament: int | None, names: list[TournamentName]) -> Figure | None:
+    """The history of the tournament in scope, or of the newest scheduled one."""
     scoped = [n for n in names if n.id == tournament] if tournament is not None else names
     if tournament is not None and not scoped:  # a run of a schedule, or an import's layer
         scoped = [TournamentName(tournament, f"tournament {tournament}", "scoped", None)]
-    return drawn, latest_history(store, scoped, level if level is not Level.SYSTEM else Level.MODEL)
+    return latest_history(store, scoped, level if level is not Level.SYSTEM else Level.MODEL)
+
+
+def page_links(choice: JudgeChoice, view: View) -> tuple[Callable[[str], str], Callable[[str, str], str]]:
+    """A prepared board's links: a row's judgements, and a heatmap cell's (the two players')."""
+    def row(player: str) -> str:
+        return judgements_link(choice.judge, view.level, player, tournament=view.tournament)
+
+    def cell(player: str, opponent: str) -> str:
+        return judgements_link(choice.judge, view.level, player, opponent, view.tournament)
+
+    return row, cell
+
+
+def prepared_boards(store: Store, boards: BoardCache) -> PreparedBoards:
+    """The app's prepared boards (`app.state.pages`, made with the store), linked as this page links."""
+    return PreparedBoards(store, boards, page_links)
+
+
+def get_pages(request: Request) -> PreparedBoards:
+    return request.app.state.pages
 
 
 def computing_page(request: Request, mark: Mark) -> HTMLResponse:

@@ -19,12 +19,13 @@ from leaderboard.judges import UnknownJudge
 from service.api_views import JudgementOut
 from service.boards import BoardCache
 from service.pages.judgement_view import judgement_view
+from service.pages.prepared import LEVEL_TITLES
 from service.pages.render import Mark, mark_of, not_modified, render
 from service.store import JudgementQuery, NotFound, Shown, Store
 
 from .common import get_store
 from .leaderboard import get_boards
-from .page import LEVELS, TITLES, PageProblem, board_link, parse_level, parse_tournament
+from .page import LEVELS, PageProblem, board_link, parse_level, parse_tournament
 
 router = APIRouter(tags=["page"])
 
@@ -97,7 +98,7 @@ def judgements_page(
     pinned = {**choices, "upto": upto if upto is not None else (rows[0].id if rows else None)}
     context = {
         "rows": rows[:PAGE], "choice": choice, "level": level, "choices": choices, "levels": LEVELS,
-        "titles": TITLES, "filters": FILTERS, "judges": [s.judge for s in choice.judges],
+        "titles": LEVEL_TITLES, "filters": FILTERS, "judges": [s.judge for s in choice.judges],
         "older": link(pinned, offset + PAGE) if len(rows) > PAGE else None,
         "newer": link(pinned, max(offset - PAGE, 0)) if offset else None,
         "board": board_link(judge=choice.judge, by=level.name.lower(), tournament=tournament),

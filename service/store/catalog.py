@@ -49,13 +49,20 @@ class Catalog(Database):
         with self._read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(sub.c.id), 0))).scalar_one())
 
-    def output_lengths(self) -> list[OutputLength]:
-        """Every (model, scenario)'s output count and mean length (placeholders left out), by model then
-        scenario."""
+    def output_lengths(self, *, after_id: int = 0) -> tuple[list[OutputLength], int]:
+        """Every (model, scenario)'s output count and mean length (placeholders left out), by model
+        then scenario, over the submissions after `after_id`; and the newest id they include. Why
+        the bound: a page keeps the sums and adds only new submissions (writers are serialised, so
+        ids commit in order and none below the bound arrives later)."""
         sub = s.submissions
-        query = (select(sub.c.model, sub.c.scenario, func.count().label("n"),
-                        func.avg(func.length(sub.c.output)).label("mean"))
-                 .where(sub.c.output_hash != PLACEHOLDER_HASH)  # an import's stand-ins have no real output
-                 .group_by(sub.c.model, sub.c.scenario).order_by(sub.c.model, sub.c.scenario))
         with self._read() as conn:
-            return [OutputLength(r.model, r.scenario, int(r.n), float(r.mean or 0.0)) for r in conn.execute(query)]
+            upto = int(conn.execute(select(func.coalesce(func.max(sub.c.id), 0))).scalar_one())
+            if upto <= after_id:
+                return [], after_id
+            query = (select(sub.c.model, sub.c.scenario, func.count().label("n"),
+                            func.avg(func.length(sub.c.output)).label("mean"))
+                     .where(sub.c.output_hash != PLACEHOLDER_HASH,  # an import's stand-ins have no real output
+                            sub.c.id > after_id, sub.c.id <= upto)
+                     .group_by(sub.c.model, sub.c.scenario).order_by(sub.c.model, sub.c.scenario))
+            return [OutputLength(r.model, r.scenario, int(r.n), float(r.mean or 0.0))
+                    for r in conn.execute(query)], upto
