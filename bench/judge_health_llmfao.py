@@ -12,7 +12,9 @@ left (first), so the first-position win rate is measurable for all three. Agreem
 (judge verdict, crowd vote) on the same pair, a tie agreeing only with a tie; the judges'
 verdicts were made on the same pairs, shown in the same order as to the crowd (`left` is always
 `model_x` in all three files). The files carry no outputs, so consistency, parse failures and
-the longer-answer rate are n/a. Printed after the table, for context: how often two crowd
+the longer-answer rate are n/a. `human_alpha` is Krippendorff's alpha with the crowd's votes
+(`leaderboard.judge_alpha`: each pair counted from both sides, a seeded bootstrap over pairs),
+and the line after the table the alpha between the two judges. Printed after that, for context: how often two crowd
 voters agree on the same pair, and each judge's agreement on the votes where both it and the
 voter named a winner.
 """
@@ -28,29 +30,31 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from leaderboard.health import (  # noqa: E402
-    JudgeHealth,
+    HealthReport,
     JudgementRecord,
     human_agreement,
     human_votes,
     voter_agreement,
 )
+from leaderboard.judge_alpha import VoteTable, seeded_alpha  # noqa: E402
 from service.importers.battles import load_battles  # noqa: E402
 from service.store import Store  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "llmfao"
 FILES = (("crowd-comparisons.csv", "crowd", True), ("gpt4-crowd-comparisons.csv", "gpt-4", False),
          ("gpt3-crowd-comparisons.csv", "gpt-3.5-turbo-instruct", False))
-COLUMNS = ("judge", "calls", "first_position_win_rate", "tie_rate", "human_agreement", "human_pairs", "human_votes")
+COLUMNS = ("judge", "calls", "first_position_win_rate", "tie_rate", "human_agreement", "human_pairs", "human_votes",
+           "human_alpha", "human_alpha_low", "human_alpha_high")
 
 
-def measure(data: Path) -> tuple[list[JudgeHealth], list[JudgementRecord]]:
+def measure(data: Path) -> tuple[HealthReport, list[JudgementRecord]]:
     """Import the three files into a temporary store; every judge's health and the records."""
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(f"sqlite:///{Path(tmp) / 'joust.db'}")
         try:
             for name, judge, human in FILES:
                 load_battles(store, data / name, judge=judge, human=human)
-            return store.judge_health(), store.health_records()
+            return store.health_report(), store.health_records()
         finally:
             store.close()
 
@@ -59,7 +63,11 @@ def context(records: list[JudgementRecord]) -> list[str]:
     """What the agreement figures are read against: crowd voters with each other, and each
     judge's agreement on the votes where both it and the voter named a winner."""
     votes = human_votes(records)
-    lines = [f"crowd voter vs another voter on the same pair: {cell(voter_agreement(votes))}"]
+    table = VoteTable(votes)
+    among = seeded_alpha(table.counts[table.counts.sum(axis=1) >= 2])
+    lines = [f"crowd voter vs another voter on the same pair: {cell(voter_agreement(votes))}",
+             f"Krippendorff's alpha among the crowd's votes ({among.units} pairs with two votes or more): "
+             f"{cell(among.alpha)} [{cell(among.low)}, {cell(among.high)}]"]
     for _name, judge, human in FILES:
         if not human:
             own = [r for r in records if r.judge == f"import/{judge}"]
@@ -79,11 +87,14 @@ def main() -> int:
     parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA, help="the llmfao directory")
     args = parser.parse_args()
     started = time.perf_counter()
-    rows, records = measure(args.data)
+    report, records = measure(args.data)
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
-    for h in rows:
+    for h in report.judges:
         print("| " + " | ".join(cell(getattr(h, c)) for c in COLUMNS) + " |")
+    for a in report.judge_alphas:
+        print(f"\nKrippendorff's alpha, {a.judge} vs {a.other} on {a.pairs} pairs: "
+              f"{cell(a.alpha)} [{cell(a.ci_low)}, {cell(a.ci_high)}]")
     print("\nAgreement in context:")
     for line in context(records):
         print(f"- {line}")

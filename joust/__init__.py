@@ -23,10 +23,21 @@ from .errors import (
     Unreachable,
     WaitTimeout,
 )
-from .types import DryRun, Judgement, Side, Submission, SubmissionRef, Tournament, TournamentStatus, Verdict, Vote
+from .types import (
+    DryRun,
+    Flag,
+    Judgement,
+    Side,
+    Submission,
+    SubmissionRef,
+    Tournament,
+    TournamentStatus,
+    Verdict,
+    Vote,
+)
 
 __all__ = [
-    "AuthError", "Client", "Conflict", "DryRun", "Invalid", "JoustError", "Judgement", "NotFound", "ServerError", "Side",
-    "Submission", "SubmissionRef", "TooLarge", "Tournament", "TournamentRef", "TournamentStatus", "Unreachable", "Verdict",
-    "Vote", "WaitTimeout",
+    "AuthError", "Client", "Conflict", "DryRun", "Flag", "Invalid", "JoustError", "Judgement", "NotFound", "ServerError",
+    "Side", "Submission", "SubmissionRef", "TooLarge", "Tournament", "TournamentRef", "TournamentStatus", "Unreachable",
+    "Verdict", "Vote", "WaitTimeout",
 ]  # fmt: skip

@@ -30,6 +30,7 @@ from .frames import (
     leaderboard_frame,
     records_of,
     submissions_frame,
+    winrate_frame,
 )
 from .progress import Bar, Progress
 from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
@@ -160,9 +161,12 @@ class Client:
     # ---- submissions ------------------------------------------------------------------------
 
     def submit(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
-               metadata: Sequence[str] = ()) -> list[int]:
+               metadata: Sequence[str] = (), reference: str | None = None) -> list[int]:
         """Store generator outputs: a DataFrame with columns question, model, output and
-        optionally scenario, question_id, metadata (or records with those keys); the columns
+        optionally scenario, question_id, reference, metadata (or records with those keys); an
+        output may be a conversation, a list of {"role": "user"|"assistant", "content"} turns
+        (then question may be left out: its first user turn). `reference` states one reference
+        answer for every row that has none (rows of one question: a question has one). The columns
         named in `metadata` are stored in each row's metadata, a column `id` is ignored (so
         `df["id"] = client.submit(df)` can be sent again), and any other column is refused by the
         API by name (Invalid). Returns the submission ids in row order. Idempotent: the same rows
@@ -170,12 +174,14 @@ class Client:
         output raises Conflict and its batch stores nothing; batches sent before it stay stored,
         so fix the row and submit everything again. An error raised for a batch has `rows`, the
         rows it held: the API's `submissions[i]` is row `rows[i]`."""
-        return [ref.id for ref in self.submit_refs(rows, metadata=metadata)]
+        return [ref.id for ref in self.submit_refs(rows, metadata=metadata, reference=reference)]
 
     def submit_refs(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
-                    metadata: Sequence[str] = ()) -> list[SubmissionRef]:
+                    metadata: Sequence[str] = (), reference: str | None = None) -> list[SubmissionRef]:
         """`submit`, with each row's `created` flag beside its id (False: the row was stored already)."""
         records = records_of(rows, metadata)
+        if reference is not None:
+            records = [{"reference": reference, **r} for r in records]
         encoded = [json.dumps(r, ensure_ascii=False, default=_json_default).encode("utf-8") for r in records]
         refs: list[SubmissionRef] = []
         size, start = self.batch_size, 0
@@ -233,6 +239,8 @@ class Client:
         max_calls: int | None = None,
         target_ci_width: float | None = None,
         anchors: Iterable[str] | None = None,
+        reference_model: str | None = None,
+        reference_scenario: str | None = None,
         dry_run: bool = False,
     ) -> Tournament | DryRun:
         """Start a tournament (`POST /api/tournaments`) and return it as it stands, or with
@@ -241,13 +249,16 @@ class Client:
         "adaptive" with `round_size`, `max_calls`, `target_ci_width`, "anchored" with `anchors`;
         `level` for those two), the server's judge, order "both", criteria "overall"; `models`,
         `scenarios`, `questions` narrow the field; `budget` in USD, `rpm`/`tpm` this run's rate
-        limits, `delivery` "live" or "batch", `schedule` a five-field cron (UTC) to recur."""
+        limits, `delivery` "live" or "batch", `schedule` a five-field cron (UTC) to recur;
+        `reference_model` (under `reference_scenario`) the model whose output on each question is
+        the judge's reference answer."""
         body = {
             "name": name, "mode": mode, "judge": judge, "order": order, "criteria": criteria,
             "models": _as_list(models), "scenarios": _as_list(scenarios), "questions": _as_list(questions),
             "opponents": opponents, "seed": seed, "budget": budget, "rpm": rpm, "tpm": tpm, "delivery": delivery,
             "schedule": schedule, "level": level, "round_size": round_size, "max_calls": max_calls,
             "target_ci_width": target_ci_width, "anchors": _as_list(anchors),
+            "reference_model": reference_model, "reference_scenario": reference_scenario,
         }
         body = {k: v for k, v in body.items() if v is not None}
         if dry_run:
@@ -344,18 +355,31 @@ class Client:
     # ---- boards and judges ------------------------------------------------------------------
 
     def leaderboard(self, by: str = "model", *, judge: str | None = None, tournament: TournamentRef | None = None,
-                    dimension: str | None = None) -> pd.DataFrame:
+                    dimension: str | None = None, ties: str = "half") -> pd.DataFrame:
         """The board (`GET /api/leaderboard`), best first: player, rating, ci_low, ci_high, rank,
-        rank_low, rank_high, elo, wins, losses, ties, matches; `by` is "model", "scenario" or
-        "model+scenario"; the board's metadata (by, judge, tournament, revision, judgements,
-        dimension) is in `frame.attrs`."""
-        params = {"by": by, "judge": judge, "dimension": dimension,
+        rank_low, rank_high, elo, wins, losses, ties, matches, flags (a tuple of `Flag(kind,
+        evidence)`, empty for an honest player); `by` is "model", "scenario" or
+        "model+scenario"; `ties` is "half" (a tie is half a win each way) or "davidson" (Davidson's
+        tie model); the board's metadata (by, judge, tournament, revision, judgements, dimension,
+        ties, tie_parameter: Davidson's nu with its interval) is in `frame.attrs`."""
+        params = {"by": by, "judge": judge, "dimension": dimension, "ties": ties,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         return leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
 
+    def winrate(self, baseline: str, by: str = "model", *, judge: str | None = None,
+                tournament: TournamentRef | None = None) -> pd.DataFrame:
+        """Every player's win rate against `baseline` (`GET /api/leaderboard/winrate`): AlpacaEval's
+        win_rate, standard_error, n_wins, n_wins_base, n_draws, n_total, and lc_win_rate, the
+        length-controlled win rate (NaN with `lc_unavailable` saying why when outputs are missing);
+        baseline, by, judge and tournament in `frame.attrs`. An unknown baseline raises the API's 404."""
+        params = {"baseline": baseline, "by": by, "judge": judge,
+                  "tournament": tournament_id(tournament) if tournament is not None else None}
+        return winrate_frame(self._request("GET", "/api/leaderboard/winrate", params=params))
+
     def judges(self, judge: str | None = None) -> pd.DataFrame:
         """Judge health (`GET /api/judges`), one row per judge: consistency, first-position win
-        rate, tie rate, parse-failure rate, longer-wins rate, agreement with human votes."""
+        rate, tie rate, parse-failure rate, longer-wins rate, agreement with human votes (as a
+        share and as Krippendorff's alpha); alpha between judges in `frame.attrs["judge_agreement"]`."""
         return judges_frame(self._request("GET", "/api/judges", params={"judge": judge}))
 
     def vote(self, a: int, b: int, winner: Verdict | str, voter: str, first: int | None = None) -> Vote:

@@ -16,26 +16,33 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["judgement_list_frame", "judgements_frame", "judges_frame", "leaderboard_frame", "records_of",
-           "submissions_frame"]
+from .types import Flag
 
-SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "metadata")
+__all__ = ["judgement_list_frame", "judgements_frame", "judges_frame", "leaderboard_frame", "records_of",
+           "submissions_frame", "winrate_frame"]
+
+SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "reference", "metadata")
 
 LEADERBOARD_COLUMNS = ("player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "elo",
-                       "wins", "losses", "ties", "matches")
+                       "wins", "losses", "ties", "matches", "flags")
+WINRATE_COLUMNS = ("player", "win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total",
+                   "lc_win_rate", "lc_standard_error", "lc_unavailable", "length_weight", "avg_length")
 JUDGE_COLUMNS = ("judge", "calls", "judgements", "consistency", "first_position_win_rate", "tie_rate",
                  "parse_failure_rate", "longer_wins_rate", "human_agreement", "human_pairs", "human_votes")
 JUDGEMENT_COLUMNS = ("match_id", "judgement_id", "a", "b", "outcome", "consistent", "judge", "criteria",
                      "input_tokens", "output_tokens", "cost_usd", "created_at")
-SUBMISSION_COLUMNS = ("id", "question_id", "question", "model", "scenario", "output", "metadata", "created_at")
+SUBMISSION_COLUMNS = ("id", "question_id", "question", "model", "scenario", "output", "reference", "metadata",
+                      "created_at")
 LISTED_COLUMNS = ("id", "judge", "criteria", "question_id", "a_id", "a_model", "a_scenario", "a_output_chars", "b_id",
                   "b_model", "b_scenario", "b_output_chars", "outcome", "consistent", "result", "created_at")
 
 FLOAT = ("rating", "ci_low", "ci_high", "elo", "consistency", "first_position_win_rate", "tie_rate",
-         "parse_failure_rate", "longer_wins_rate", "human_agreement", "cost_usd", "latency_ms")
+         "parse_failure_rate", "longer_wins_rate", "human_agreement", "human_alpha", "human_alpha_low",
+         "human_alpha_high", "cost_usd", "latency_ms", "win_rate",
+         "standard_error", "lc_win_rate", "lc_standard_error", "length_weight", "avg_length")
 INT = ("wins", "losses", "ties", "matches", "rank", "rank_low", "rank_high", "calls", "judgements", "human_pairs",
        "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens", "first", "a_id",
-       "b_id", "a_output_chars", "b_output_chars")
+       "b_id", "a_output_chars", "b_output_chars", "human_alpha_pairs", "n_wins", "n_wins_base", "n_draws", "n_total")
 TIMES = ("created_at",)  # Unix seconds in the API, UTC timestamps here
 CALL_PREFIX = re.compile(r"^call_\d+_")  # a flattened call's column: its dtype is its field's
 
@@ -106,16 +113,30 @@ def _frame(rows: Sequence[Mapping[str, Any]], first: Sequence[str]) -> pd.DataFr
 
 
 def leaderboard_frame(body: Mapping[str, Any]) -> pd.DataFrame:
-    """`GET /api/leaderboard`: one row per player, best first; the board's metadata (by,
-    tournament, judge, dimension, revision, judgements) in `frame.attrs`."""
-    frame = _frame(body.get("rows", []), LEADERBOARD_COLUMNS)
+    """`GET /api/leaderboard`: one row per player, best first, `flags` a tuple of `Flag` (empty
+    for an honest player); the board's metadata (by, tournament, judge, dimension, revision,
+    judgements) in `frame.attrs`."""
+    rows = [{**row, "flags": tuple(Flag.from_json(f) for f in row.get("flags") or ())} for row in body.get("rows", [])]
+    frame = _frame(rows, LEADERBOARD_COLUMNS)
+    frame.attrs.update({k: v for k, v in body.items() if k != "rows"})
+    return frame
+
+
+def winrate_frame(body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/leaderboard/winrate`: one row per player against the baseline, best plain win rate
+    first (an LC win rate the server could not compute is NaN); baseline, by, judge, tournament and
+    revision in `frame.attrs`."""
+    frame = _frame(body.get("rows", []), WINRATE_COLUMNS)
     frame.attrs.update({k: v for k, v in body.items() if k != "rows"})
     return frame
 
 
 def judges_frame(body: Mapping[str, Any]) -> pd.DataFrame:
-    """`GET /api/judges`: one row per judge; a rate with nothing to count is NaN."""
-    return _frame(body.get("judges", []), JUDGE_COLUMNS)
+    """`GET /api/judges`: one row per judge; a rate with nothing to count is NaN. The rest of
+    the answer (humans, voter_agreement, judge_agreement: alpha between judges) in `frame.attrs`."""
+    frame = _frame(body.get("judges", []), JUDGE_COLUMNS)
+    frame.attrs.update({k: v for k, v in body.items() if k != "judges"})
+    return frame
 
 
 def flat_judgement(judgement: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The typed values the client hands back: a tournament, a dry run's price, a vote, a submission,
-a judgement.
+a judgement, a board row's gaming flag.
 
 Each is read from the API's JSON by `from_json`, which tolerates fields a newer server adds
 (they land in `extra`, so nothing it says is lost) and fails with KeyError naming a field the
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-__all__ = ["DryRun", "Judgement", "Side", "Submission", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict",
+__all__ = ["DryRun", "Flag", "Judgement", "Side", "Submission", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict",
            "Vote"]
 
 
@@ -134,6 +134,21 @@ class Vote:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A sign of gaming on a board row: `kind` (constant_output, addresses_judge,
+    copies_question, length_unexplained) and its `evidence`, a sentence with the numbers."""
+
+    kind: str
+    evidence: str
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Flag:
+        known, extra = _split(cls, body)
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
 class SubmissionRef:
     """A submitted row's stored id, and `created` False when the same row was stored already."""
 
@@ -151,10 +166,11 @@ class Submission:
     question: str
     model: str
     scenario: str
-    output: str
+    output: str | list[dict[str, str]]  # a conversation: its turns ({role, content})
     metadata: Mapping[str, Any] = field(default_factory=dict)
     created_at: float | None = None
     created_by: str | None = None
+    reference: str | None = None  # the question's reference answer, as this submission stated it
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -10,7 +10,8 @@ not have judged the same pairs. Missing values are None.
 Computed from the units × categories count matrix N (N[u, c]: how many raters gave unit u value
 c; m_u its row sum): observed disagreement Σ_u (m_u² - Σ_c N[u, c]²) / (m_u - 1), expected from
 the pooled value counts n_c: (n² - Σ_c n_c²) / (n - 1), n = Σ_c n_c. The bootstrap resamples
-units with replacement (a passed-in generator) and takes percentiles.
+units with replacement (a passed-in generator) and takes percentiles. `alpha_of_types` computes
+both from the distinct rows of N and their frequencies, so a running tally can afford them.
 """
 from __future__ import annotations
 
@@ -85,3 +86,65 @@ def krippendorff_alpha(
             tail = (1.0 - confidence) / 2.0
             low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
     return Alpha(point, low, high, len(counts), int(counts.sum()))
+
+
+def unit_types(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a units × categories count matrix and how many units have each.
+
+    Alpha depends on the units only through these: a judge and a reference with one value each
+    on two or three categories give at most a handful of types, however many pairs they share.
+    """
+    if not len(counts):
+        return np.zeros((0, counts.shape[1] if counts.ndim == 2 else 0)), np.zeros(0, dtype=np.int64)
+    types, frequencies = np.unique(counts, axis=0, return_counts=True)
+    return types.astype(float), frequencies.astype(np.int64)
+
+
+def alpha_of_types(
+    types: np.ndarray,
+    frequencies: np.ndarray,
+    rng: np.random.Generator | None = None,
+    *,
+    rounds: int = 1000,
+    confidence: float = 0.95,
+    mirror: Sequence[int] | None = None,
+) -> Alpha:
+    """`krippendorff_alpha` from `unit_types`: the same point estimate, and the same bootstrap
+    over units (resampling n units with replacement draws the count of each type from a
+    multinomial over the types' shares), at a cost in types rather than units, so a running
+    tally can afford it on every refresh. Not the same random draws as `krippendorff_alpha`.
+
+    `mirror`, a permutation of the categories: each unit counts twice, as is and with its
+    categories permuted (resampled together), for units whose orientation is arbitrary, such as
+    a pair's "first side wins" and "second side wins": alpha then does not depend on it.
+    """
+    types = np.asarray(types, dtype=float)
+    frequencies = np.asarray(frequencies, dtype=np.int64)
+    units = int(frequencies.sum())
+    values = int(frequencies @ types.sum(axis=1)) if units else 0
+    if not units:
+        return Alpha(float("nan"), float("nan"), float("nan"), 0, 0)
+    m = types.sum(axis=1)
+    disagreement = (m * m - (types * types).sum(axis=1)) / (m - 1)  # each type's observed term
+    if mirror is not None:
+        types, disagreement = types + types[:, list(mirror)], 2.0 * disagreement
+
+    def alphas(weights: np.ndarray) -> np.ndarray:
+        n_c = weights @ types
+        n = n_c.sum(axis=-1)
+        expected = n * n - (n_c * n_c).sum(axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            found = 1.0 - (n - 1.0) * (weights @ disagreement) / expected
+        return np.where((n >= 2) & (expected > 0), found, np.nan)
+
+    point = float(alphas(frequencies.astype(float)))
+    low = high = float("nan")
+    if rng is not None:
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        samples = alphas(rng.multinomial(units, frequencies / units, size=rounds).astype(float))
+        samples = samples[~np.isnan(samples)]
+        if samples.size:
+            tail = (1.0 - confidence) / 2.0
+            low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
+    return Alpha(point, low, high, units, values)

@@ -33,6 +33,11 @@ one order of one pair; `winner` is positional, "A" = the answer shown first):
   either side, a vote of "both bad" included, leaves the comparison out), with its own
   `human_decided_pairs` and `human_decided_votes`: the "without ties" figure MT-Bench publishes,
   which reads how often two verdicts pick the same answer apart from how often each says tie.
+- `human_alpha` (`_low`, `_high`, `human_alpha_pairs`): Krippendorff's alpha (nominal) between
+  the judge's verdicts and the reference set's votes on the pairs both judged, with a seeded 95%
+  bootstrap interval over pairs (`leaderboard.judge_alpha`): agreement beyond what the verdicts'
+  frequencies give by chance. Between judges that are not human, pairwise on the pairs both
+  judged: the report's `judge_alphas`.
 
 The human reference set: the votes agreement is measured against are those of every human judge,
 or of the human judges named (`humans`). A judge in the reference set has no agreement figures
@@ -51,6 +56,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .judge_alpha import JudgeAlpha, VoteTable, human_alpha, judge_alphas, measured
 from .types import Winner
 
 HUMAN_PREFIX = "human/"
@@ -106,6 +112,10 @@ class JudgeHealth:
     human_agreement_decided: float | None
     human_decided_pairs: int
     human_decided_votes: int
+    human_alpha: float | None = None
+    human_alpha_low: float | None = None
+    human_alpha_high: float | None = None
+    human_alpha_pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,7 @@ class HealthReport:
     judges: tuple[JudgeHealth, ...]
     humans: tuple[str, ...]
     voters: VoterAgreement
+    judge_alphas: tuple[JudgeAlpha, ...] = ()
 
 
 def is_human(judge: str) -> bool:
@@ -347,7 +358,10 @@ def health_report(
     counts: dict[str, Counts] = defaultdict(Counts)
     for r in listed:
         counts[r.judge].add(r)
-    return assemble_report(counts, listed, parse_failures, judges, humans)
+    alphas = judge_alphas((r.judge, *pair_verdict(r)) for r in listed if not is_human(r.judge))
+    if judges is not None:
+        alphas = tuple(a for a in alphas if a.judge in judges or a.other in judges)
+    return assemble_report(counts, listed, parse_failures, judges, humans, alphas)
 
 
 def assemble_report(
@@ -356,10 +370,12 @@ def assemble_report(
     parse_failures: Mapping[str, int] | None = None,
     judges: Collection[str] | None = None,
     humans: Collection[str] | None = None,
+    alphas: Sequence[JudgeAlpha] = (),
 ) -> HealthReport:
     """`health_report` from each judge's counts and the records the human figures read:
     `compared` must hold every record of the reference set's judges and every record on a pair
-    they voted on (every record will do; a running tally keeps only those)."""
+    they voted on (every record will do; a running tally keeps only those); `alphas`, the
+    judge-to-judge figures, reported as given."""
     failures = dict(parse_failures or {})
     reference = sorted(set(humans) if humans is not None else {name for name in counts if is_human(name)})
     wanted = set(reference)
@@ -371,12 +387,14 @@ def assemble_report(
     if judges is not None:
         names &= set(judges)
     nothing = Agreement(None, 0, 0)
+    table = VoteTable(votes)
     out = []
     for name in sorted(names):
         mine = counts.get(name) or Counts()
         compared_here = name not in wanted
         agreement = human_agreement(own.get(name, ()), votes) if compared_here else nothing
         decided = human_agreement(own.get(name, ()), votes, decided=True) if compared_here else nothing
+        alpha = human_alpha((pair_verdict(r) for r in own.get(name, ()) if compared_here), table)
         out.append(JudgeHealth(
             judge=name,
             calls=mine.calls,
@@ -392,8 +410,12 @@ def assemble_report(
             human_agreement_decided=decided.rate,
             human_decided_pairs=decided.pairs,
             human_decided_votes=decided.votes,
+            human_alpha=measured(alpha.alpha),
+            human_alpha_low=measured(alpha.low),
+            human_alpha_high=measured(alpha.high),
+            human_alpha_pairs=alpha.units,
         ))
-    return HealthReport(tuple(out), tuple(reference), voters(votes))
+    return HealthReport(tuple(out), tuple(reference), voters(votes), tuple(alphas))
 
 
 def judge_health(

@@ -10,6 +10,11 @@ on a pair some human voted on are kept whole, those before the first vote found 
 when it lands. A report then reads only the counts and the kept records, and equals
 `leaderboard.health.health_report` over every record added (tests/test_health_tally.py).
 
+Krippendorff's alpha against the humans is computed from the same kept records at each
+report; alpha between judges from `leaderboard.judge_alpha.SharedPairs`, which keeps the
+verdicts of judges that are not human sorted by pair (13 bytes more each) and, per couple of
+judges, the unit types their shared pairs make, re-counting only the pairs new records touch.
+
 The reference set of a report must be human judges (`is_human`): their records are the ones
 kept whole, and agreement is with human votes.
 """
@@ -21,10 +26,9 @@ from collections.abc import Collection, Iterable, Mapping
 import numpy as np
 
 from .health import Counts, HealthReport, JudgementRecord, assemble_report, is_human, pair_verdict
-from .types import Winner
+from .judge_alpha import OUTCOMES, JudgeAlpha, SharedPairs
 
 SPAN = 2**31  # submission ids are below it (the store's 32-bit integers): a pair is lo * SPAN + hi
-OUTCOMES = (Winner.A, Winner.B, Winner.TIE)
 CODES = {w: code for code, w in enumerate(OUTCOMES)}
 
 
@@ -42,10 +46,12 @@ class HealthTally:
         self._who = array("i")
         self._verdicts = array("b")
         self._voted: dict[int, list[JudgementRecord]] = {}  # pair -> every record on it, for pairs humans voted on
+        self._shared = SharedPairs()  # the judges' (not human) verdicts by pair, for alpha between judges
 
     def add(self, records: Iterable[JudgementRecord]) -> None:
         """Count `records`, each once."""
         first_votes: set[int] = set()
+        start = len(self._pairs)
         for r in records:
             counts = self._counts.get(r.judge)
             if counts is None:
@@ -64,6 +70,7 @@ class HealthTally:
             elif is_human(r.judge):
                 first_votes.add(pair)
         self.records = len(self._pairs)
+        self._share(start)
         if first_votes:
             self._keep(first_votes)
 
@@ -76,7 +83,20 @@ class HealthTally:
             if strangers:
                 raise ValueError(f"a reference set holds human judges only, not {', '.join(strangers)}")
         compared = (r for kept in self._voted.values() for r in kept)
-        return assemble_report(self._counts, compared, parse_failures, None, humans)
+        return assemble_report(self._counts, compared, parse_failures, None, humans, self.judge_alphas())
+
+    def judge_alphas(self) -> tuple[JudgeAlpha, ...]:
+        """Alpha between every two judges that are not human, on the pairs both judged."""
+        return self._shared.figures(self._judges)
+
+    def _share(self, start: int) -> None:
+        """Hand the records from `start` on, those of judges that are not human, to `_shared`."""
+        pairs = np.frombuffer(self._pairs, dtype=np.int64)[start:].copy()
+        who = np.frombuffer(self._who, dtype=np.int32)[start:].copy()
+        codes = np.frombuffer(self._verdicts, dtype=np.int8)[start:].copy()
+        machine = np.array([not is_human(name) for name in self._judges], dtype=bool)
+        keep = machine[who]
+        self._shared.add(pairs[keep], who[keep], codes[keep])
 
     def _keep(self, pairs: set[int]) -> None:
         """Keep whole every record so far on `pairs`, which humans voted on for the first time."""

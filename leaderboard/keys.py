@@ -47,23 +47,26 @@ def answering_orders(order: OrderPolicy | str) -> tuple[OrderPolicy, ...]:
 
 def judgement_key(
     judge: str, template_version: str, criteria: str, question: str, output_a: str, output_b: str,
-    order: OrderPolicy | str = OrderPolicy.BOTH,
+    order: OrderPolicy | str = OrderPolicy.BOTH, reference: str | None = None,
 ) -> str:
-    """The order-free key of one pair's judgement under one judge and order policy."""
+    """The order-free key of one pair's judgement under one judge and order policy (and the
+    question's reference answer, when it has one: a plain question keeps the key it always had)."""
     sides = sorted((content_hash(output_a), content_hash(output_b)))
     parts = [judge, template_version, criteria, content_hash(question), *sides]
     if keyed_order(criteria, order) is OrderPolicy.SINGLE:
         parts.append(OrderPolicy.SINGLE.value)
+    if reference is not None:
+        parts.append("ref:" + content_hash(reference))
     return content_hash("\x1f".join(parts))
 
 
 def answering_keys(
     judge: str, template_version: str, criteria: str, question: str, output_a: str, output_b: str,
-    order: OrderPolicy | str,
+    order: OrderPolicy | str, reference: str | None = None,
 ) -> tuple[str, ...]:
     """The keys whose stored judgement answers a request made with `order`, best first (its own
     key last): a `single` request takes a `both` judgement, a `both` request never a `single` one."""
-    keys = (judgement_key(judge, template_version, criteria, question, output_a, output_b, policy)
+    keys = (judgement_key(judge, template_version, criteria, question, output_a, output_b, policy, reference)
             for policy in answering_orders(order))
     return tuple(dict.fromkeys(keys))
 

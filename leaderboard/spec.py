@@ -6,8 +6,9 @@ is the same spec with `rerun`), the anchored check (`anchor_ratings`) and the im
 store reads the row (`from_json`). Every default lives here, once. Parsing refuses a key it does
 not know and a value of the wrong type, naming it, so a misspelt key never passes silently as
 its default. The JSON keeps the layout joust has always written (every request field, `null`
-when unset; the adaptive and anchored options only for those modes; `rerun` only when set), so
-stored rows need no migration and the API shows the same `spec` as before.
+when unset; the adaptive and anchored options only for those modes; `rerun` and the reference
+model only when set), so stored rows need no migration and the API shows the same `spec` as
+before.
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ class RunSpec:
     they are held at (`anchor_ratings`, taken when the run is created). `rerun`: a scheduled
     re-run, which spends only on new submissions and unsettled pairs. `source` and `layer`: an
     import's file and, for a pair repeated in it, the child tournament holding the repeat.
+    `reference_model` (under `reference_scenario`): the model whose output on each question is
+    the judge's reference answer; its own submissions (under that scenario) are left out of the
+    field.
     """
 
     judge: str
@@ -71,6 +75,8 @@ class RunSpec:
     rerun: bool = False
     source: str | None = None
     layer: int | None = None
+    reference_model: str | None = None
+    reference_scenario: str = "default"
 
     def __post_init__(self) -> None:
         """Enums from their values and lists as tuples, so code may pass either."""
@@ -107,6 +113,10 @@ class RunSpec:
         """A copy with `changes` (a spec is never changed in place)."""
         return dataclasses.replace(self, **changes)
 
+    def is_reference(self, model: str, scenario: str) -> bool:
+        """Whether a submission of (model, scenario) is the run's reference answer."""
+        return model == self.reference_model and scenario == self.reference_scenario
+
     # ---- JSON, as stored ----------------------------------------------------------------
 
     def as_dict(self) -> dict[str, Any]:
@@ -119,6 +129,8 @@ class RunSpec:
                 names.remove("anchor_ratings")
             if self.rerun:
                 names.append("rerun")
+            if self.reference_model is not None:  # only when set: older specs read as before
+                names += ["reference_model", "reference_scenario"]
         return {name: _plain(getattr(self, name)) for name in names}
 
     def to_json(self) -> str:
@@ -242,6 +254,8 @@ _READERS: dict[str, Any] = {
     "rerun": _flag,
     "source": _optional(_text),
     "layer": _optional(_integer),
+    "reference_model": _optional(_text),
+    "reference_scenario": _text,
 }
 # Fields with a default that older rows (and unset options) may store as null.
 _DEFAULT_WHEN_NULL = frozenset({"delivery", "level", "round_size"})

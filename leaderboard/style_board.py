@@ -69,12 +69,13 @@ def styled_board(rows: Sequence[StyledRow], level: Level, plain: Sequence[Rating
         for r in board.ratings:
             fitted[r.player] = (r.rating, r.low, r.high) if bounded[piece] else (r.rating, nan, nan)
         coefficients += [ComponentCoefficient(piece, c) for c in board.coefficients]
-    return StyledBoard(_controlled_rows(plain, fitted), coefficients)
+    return StyledBoard(refitted_rows(plain, fitted), coefficients)
 
 
-def _controlled_rows(plain: Sequence[Rating], fitted: dict[str, tuple[float, float, float]]) -> list[Rating]:
-    """The plain rows with controlled ratings and intervals, re-ranked within each bounded
-    component (an unbounded one keeps the ranks its clean wins give)."""
+def refitted_rows(plain: Sequence[Rating], fitted: dict[str, tuple[float, float, float]]) -> list[Rating]:
+    """The plain rows with refitted (rating, low, high) (style-controlled, or Davidson's), the
+    plain ones kept in `extra` as `plain_*`, re-ranked within each bounded component (an
+    unbounded one keeps the ranks its clean wins give)."""
     by_piece: dict[int, list[Rating]] = {}
     for r in plain:
         rating, low, high = fitted[r.player]

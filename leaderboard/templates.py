@@ -55,6 +55,29 @@ def template_version(criteria: str) -> str:
         raise ValueError(f"no prompt template for criteria {criteria!r} (known: {sorted(TEMPLATE_VERSIONS)})") from None
 
 
+# What the pairwise (`overall`) prompt adds when it shows a reference answer or conversations
+# (`workers.prompts.build_shown_prompt`): bump on a change to that text. The other criteria sets
+# show neither (they read the question and the assistant turns), so their versions stay.
+REFERENCE_SUFFIX = "+ref-v1"
+TURNS_SUFFIX = "+turns-v1"
+SHOWS_EXTRAS = frozenset({"overall"})
+
+
+def shown_version(criteria: str, *, reference: bool = False, conversation: bool = False) -> str:
+    """The prompt version that judges a pair under `criteria`, with a reference answer and/or a
+    conversation on either side; a plain pair's is `template_version(criteria)`, as always."""
+    version = template_version(criteria)
+    if criteria not in SHOWS_EXTRAS:
+        return version
+    return version + (REFERENCE_SUFFIX if reference else "") + (TURNS_SUFFIX if conversation else "")
+
+
+def version_variants(criteria: str) -> tuple[str, ...]:
+    """Every version `shown_version` gives for `criteria`: what a judgement of a pair may hold."""
+    return tuple(dict.fromkeys(shown_version(criteria, reference=r, conversation=c)
+                               for r in (False, True) for c in (False, True)))
+
+
 def compqa_score_version(rules: str | None = None) -> str:
     """The version a stored compqa score is valid for: the prompt's, or, for a judge that scores
     with rubric rules of its own (the offline judge, `leaderboard.rubric.RULES_VERSION`), the

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .conversation import Turn, canonical
+
 
 class Winner(str, Enum):
     """A verdict: "A" means the first-named side won, "B" the second, "TIE" neither."""
@@ -141,7 +143,14 @@ class Submission:
     question: str
     model: str
     scenario: str
-    output: str
+    output: str  # a conversation's: its assistant turns (`leaderboard.conversation.assistant_text`)
+    reference: str | None = None  # the question's reference answer, as this submission states it
+    turns: tuple[Turn, ...] | None = None  # the whole conversation, when the output is one
+
+    @property
+    def judged_text(self) -> str:
+        """What the judgement key holds of this side: the output, or every turn of a conversation."""
+        return self.output if self.turns is None else canonical(self.turns)
 
     @property
     def placeholder(self) -> bool:

@@ -23,9 +23,12 @@ from pydantic import (
     Field,
     StrictInt,
     StrictStr,
+    TypeAdapter,
+    WrapValidator,
     model_validator,
 )
 
+from leaderboard.conversation import TurnsError, first_question, turns_of
 from leaderboard.dimensions import DIMENSIONS
 from leaderboard.types import Level
 from service.cron import HORIZON_S, next_due_within
@@ -195,6 +198,26 @@ class Criteria(Vocabulary):
 # ---- requests -------------------------------------------------------------------------------
 
 
+class TurnIn(BaseModel):
+    """One turn of a conversation (`leaderboard.conversation`)."""
+
+    model_config = ConfigDict(**_STRICT)
+
+    role: Literal["user", "assistant"]
+    content: Text
+
+
+_TEXT, _TURNS = TypeAdapter(Text), TypeAdapter(list[TurnIn])
+
+
+def _text_or_turns(value: Any, _handler: Any) -> str | list[TurnIn]:
+    """A list is a conversation, anything else must be text: each fails with its own message."""
+    return _TURNS.validate_python(value) if isinstance(value, list) else _TEXT.validate_python(value)
+
+
+Output = Annotated[Text | list[TurnIn], WrapValidator(_text_or_turns)]
+
+
 class SubmissionIn(BaseModel):
     """One generator model's output for one question, under one prompt scenario."""
 
@@ -203,12 +226,26 @@ class SubmissionIn(BaseModel):
          "output": "Python: less syntax between the student and the idea.", "metadata": {"temperature": 0.2}},
     ]})
 
-    question: Text
+    question: Text | None = None  # required, but for a conversation: its first user turn
     question_id: Key | None = None  # default: leaderboard.keys.default_question_id(question)
     model: Key
     scenario: Key = "default"
-    output: Text
+    output: Output  # a conversation: its turns, judged as a whole
+    reference: Text | None = None  # the question's reference answer (the judge checks against it)
     metadata: Metadata | None = None
+
+    @model_validator(mode="after")
+    def _conversation(self) -> SubmissionIn:
+        if isinstance(self.output, list):
+            try:
+                turns = turns_of([turn.model_dump() for turn in self.output])
+            except TurnsError as exc:
+                raise ValueError(f"output: {exc}") from None
+            if self.question is None:
+                self.question = first_question(turns)
+        elif self.question is None:
+            raise ValueError("question: required (it may be left out only when output is a conversation)")
+        return self
 
 
 class TournamentIn(BaseModel):
@@ -249,6 +286,16 @@ class TournamentIn(BaseModel):
     # Message Batches: half the price, results within hours). Default: batch for a scheduled
     # tournament with an anthropic/ judge, live otherwise.
     delivery: Literal["live", "batch"] | None = None
+    # The model whose output on each question is the judge's reference answer (under
+    # reference_scenario, default "default"); its own submissions are not judged.
+    reference_model: Key | None = None
+    reference_scenario: Key | None = None
+
+    @model_validator(mode="after")
+    def _reference_options(self) -> TournamentIn:
+        if self.reference_scenario is not None and self.reference_model is None:
+            raise ValueError("reference_scenario: only with reference_model")
+        return self
 
     @model_validator(mode="after")
     def _mode_options(self) -> TournamentIn:
@@ -313,7 +360,8 @@ class SubmissionOut(BaseModel):
     question: str
     model: str
     scenario: str
-    output: str
+    output: str | list[dict[str, str]]  # a conversation: its turns, as sent
+    reference: str | None = None
     metadata: dict[str, Any]
     created_at: float
     created_by: str | None = None  # the name of the API key that stored it ("admin": the admin key)

@@ -43,6 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api_models import check_judge_spec
 from service.auth import private_reads
 from service.boards import BoardCache
+from service.flag_cache import FlagCache
 from service.config import Settings
 from service.judge_health_cache import JudgeHealthCache
 from service.logs import RequestId
@@ -62,6 +63,7 @@ from service.routes import (
     submissions,
     tournaments,
     votes,
+    winrate,
 )
 from service.routes.common import ApiError, describe_errors
 from service.routes.page import prepared_boards
@@ -271,9 +273,10 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
         boards = BoardCache(store, k=settings.elo_k)
         app.state.boards = TimedBoards(boards, app.state.metrics.board_seconds)
-        app.state.pages = prepared_boards(store, app.state.boards)
         app.state.metrics.attach(JoustCollector(settings, store, redis))
         app.state.judge_health = JudgeHealthCache(store)
+        app.state.flags = FlagCache(store)
+        app.state.pages = prepared_boards(store, app.state.boards, app.state.flags)
         # Reading a large store takes seconds: start now rather than on the first request.
         warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
         warm.start()
@@ -310,7 +313,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)
-    for module in (submissions, tournaments, votes, judgements, leaderboard, health, site, judges, scores, docs,
-                   keys, metrics, revision):
+    for module in (submissions, tournaments, votes, judgements, leaderboard, winrate, health, site, judges, scores,
+                   docs, keys, metrics, revision):
         app.include_router(module.router)
     return app

@@ -19,7 +19,9 @@ and a few are kept in an LRU keyed by (level, filters); the pages ask `judged_so
 the last such board at once while a newer one is made in the background (`service.refreshes`). So is a board
 by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
 calls at read time, and so is a board with bootstrap intervals (`bootstrapped`: it resamples the
-questions, which the tallies do not keep), computed once per revision with a fixed seed.
+questions, which the tallies do not keep), computed once per revision with a fixed seed. A
+board rated by Davidson's tie model (`tied`) is refitted from the plain board's pair counts,
+once per revision.
 
 Judge health, for the page and GET /api/judges, is cached apart: `service.judge_health_cache`.
 """
@@ -45,6 +47,7 @@ from leaderboard.players import SideRow, player_of
 from leaderboard.style import StyleUnavailable
 from leaderboard.style_board import ComponentCoefficient, styled_board
 from leaderboard.tally import Tally
+from leaderboard.tie_board import TieParameter, tied_board
 from leaderboard.types import Level, Rating
 from service.judge_roster import OverallRoster, Roster, tournament_roster
 from service.refreshes import GAP_S, Refreshes
@@ -97,6 +100,20 @@ class Styled:
 
     board: Board
     coefficients: list[ComponentCoefficient]
+    unavailable: str | None
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
+
+
+@dataclass(frozen=True)
+class Tied:
+    """A board rated by Davidson's tie model (`leaderboard.tie_board`) with each component's
+    tie parameter, or why it cannot be (`unavailable`: weighted battles), at `revision`."""
+
+    board: Board
+    tie_parameters: list[TieParameter]
     unavailable: str | None
 
     @property
@@ -275,6 +292,7 @@ class BoardCache:
         self._bootstraps: Lru[Bootstrapped] = Lru(FILTERED)
         self._bootstrap_lock = threading.Lock()  # one resampling at a time: it takes seconds on big boards
         self._styled: Lru[Styled] = Lru(FILTERED)
+        self._tied: Lru[Tied] = Lru(FILTERED)
         self._effects: Lru[EffectsAt] = Lru(FILTERED)
         self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
         self.slow_fit_s = SLOW_FIT_S
@@ -390,6 +408,22 @@ class BoardCache:
                 result = Styled(plain, [], str(exc))
             self._styled.put(key, result)
             return result
+
+    def tied(self, plain: Board, *, judge: str, tournament_id: int | None = None, dimension: str | None = None) -> Tied:
+        """One judge's `plain` board rated by Davidson's tie model, computed once per revision
+        from the pair counts the plain board was fitted on (no judgement is read again)."""
+        key = (plain.level, tournament_id, judge, dimension)
+        cached = self._tied.get(key, plain.revision)
+        if cached is not None:
+            return cached
+        counts = plain.counts if plain.counts is not None else PairCounts.empty()
+        try:
+            found = tied_board(plain.rows, counts)
+            result = Tied(dataclasses.replace(plain, rows=found.rows), found.tie_parameters, None)
+        except ValueError as exc:
+            result = Tied(plain, [], str(exc))
+        self._tied.put(key, result)
+        return result
 
     def _choose(self, tournament_id: int | None, judge: str | None, revision: int) -> JudgeChoice:
         if tournament_id is None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from leaderboard.health import JudgeHealth, VoterAgreement
 from leaderboard.health_tally import HealthTally
+from leaderboard.judge_alpha import JudgeAlpha
 from service.refreshes import Refreshes
 from service.store import Store
 
@@ -50,6 +51,7 @@ class HealthAt:
     voters: VoterAgreement
     revision: int
     failures: Mapping[str, int]
+    judge_alphas: tuple[JudgeAlpha, ...] = ()
 
     def covers(self, revision: int, failures: Mapping[str, int]) -> bool:
         """True when this result is current for a request that read `revision` and `failures`."""
@@ -60,6 +62,11 @@ class HealthAt:
         humans)` computes, since a judge's figures depend only on its own records and the reference
         set's votes."""
         return [h for h in self.judges if judge is None or h.judge == judge]
+
+    def alphas_of(self, judge: str | None = None) -> list[JudgeAlpha]:
+        """Krippendorff's alpha between every two judges that are not human, or only those
+        `judge` is one of."""
+        return [a for a in self.judge_alphas if judge is None or judge in (a.judge, a.other)]
 
 
 def reference_key(humans: Collection[str] | None) -> Humans:
@@ -116,7 +123,7 @@ class JudgeHealthCache:
             self.computations += 1
             self._catch_up()
             report = self._tally.report(failures, key)
-            fresh = HealthAt(report.judges, report.humans, report.voters, revision, failures)
+            fresh = HealthAt(report.judges, report.humans, report.voters, revision, failures, report.judge_alphas)
             self._keep(key, fresh)
             return fresh
 

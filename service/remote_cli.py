@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from joust import AuthError, Client, JoustError, ServerError, Unreachable
+from joust.files import CONVERSATIONS as FILE_CONVERSATIONS
 from joust.files import FORMATS as FILE_FORMATS
 from joust.files import FileError, read_submissions
 from joust.types import DryRun, Tournament
@@ -35,7 +36,7 @@ from .config import Settings
 from .processes import API_KEY_FILE
 
 BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
-                 "matches"]
+                 "matches", "flags"]
 LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "matches_done", "matches_failed",
                 "spent_usd", "created_at"]
 JUDGEMENT_COLUMNS = ["id", "outcome", "result", "consistent", "a_model", "a_scenario", "b_model", "b_scenario",
@@ -130,7 +131,8 @@ def cmd_create(client: Client, args: argparse.Namespace) -> int:
         models=args.model, scenarios=args.scenario, questions=args.question, opponents=args.opponents,
         seed=args.seed, budget=args.budget, rpm=args.rpm, tpm=args.tpm, delivery=args.delivery,
         schedule=args.schedule, level=args.level, round_size=args.round_size, max_calls=args.max_calls,
-        target_ci_width=args.target_ci_width, anchors=args.anchor, dry_run=args.dry_run)
+        target_ci_width=args.target_ci_width, anchors=args.anchor, reference_model=args.reference_model,
+        reference_scenario=args.reference_scenario, dry_run=args.dry_run)
     if isinstance(made, DryRun):
         print(_json(_plain(made)))
         return 0
@@ -183,7 +185,7 @@ def _follow(client: Client, tid: int, args: argparse.Namespace) -> int:
 
 
 def cmd_submit(client: Client, args: argparse.Namespace) -> int:
-    frame = read_submissions(args.path, args.format)
+    frame = read_submissions(args.path, args.format, args.conversations)
     refs = client.submit_refs(frame, metadata=args.metadata or ())
     if args.ids:
         sys.stdout.writelines(f"{ref.id}\n" for ref in refs)
@@ -194,9 +196,20 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_board(client: Client, args: argparse.Namespace) -> int:
-    board = client.leaderboard(args.by, judge=args.judge, tournament=args.tournament, dimension=args.dimension)
+    board = client.leaderboard(args.by, judge=args.judge, tournament=args.tournament, dimension=args.dimension,
+                               ties=args.ties)
     _write_frame(_board_columns(board), args.format, empty="no judgements on this board")
+    nu = board.attrs.get("tie_parameter")
+    if nu is not None:  # stdout holds only the board
+        print(f"tie parameter nu {_number(nu['nu'])} [{_number(nu['ci_low'])}, {_number(nu['ci_high'])}]"
+              f" (component 1); equal players tie {_number(nu['tie_probability_equal'])}", file=sys.stderr)
+    if board.attrs.get("ties_note"):
+        print(board.attrs["ties_note"], file=sys.stderr)
     return 0
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def cmd_judgements(client: Client, args: argparse.Namespace) -> int:
@@ -212,7 +225,11 @@ def cmd_judgements(client: Client, args: argparse.Namespace) -> int:
 
 
 def _board_columns(board: pd.DataFrame) -> pd.DataFrame:
-    return board[[c for c in BOARD_COLUMNS if c in board.columns]]
+    """The board's columns for the terminal; `flags` as their kinds, comma-separated."""
+    shown = board[[c for c in BOARD_COLUMNS if c in board.columns]].copy()
+    if "flags" in shown.columns:
+        shown["flags"] = [",".join(f.kind for f in flags) for flags in shown["flags"]]
+    return shown
 
 
 def _write_frame(frame: pd.DataFrame, fmt: str, *, empty: str) -> None:
@@ -286,6 +303,9 @@ def _create_parser(actions: SubParsers, common: argparse.ArgumentParser) -> None
     create.add_argument("--max-calls", type=int, default=None, help="adaptive: judge calls the run may make")
     create.add_argument("--target-ci-width", type=float, default=None, help="adaptive: stop at this interval width")
     create.add_argument("--anchor", action="append", default=None, help="anchored: an anchor player (3 or more)")
+    create.add_argument("--reference-model", default=None,
+                        help="the model whose output on each question is the judge's reference answer")
+    create.add_argument("--reference-scenario", default=None, help="its scenario (default: default)")
     _follow_options(create, flag=True)
     create.set_defaults(func=_run(cmd_create))
 
@@ -315,6 +335,9 @@ def add_parsers(sub: SubParsers) -> None:
     submit.add_argument("--format", choices=FILE_FORMATS, default=None, help="default: from the file extension")
     submit.add_argument("--metadata", action="append", default=None, metavar="COLUMN",
                         help="store this column in each row's metadata (repeat for several)")
+    submit.add_argument("--conversations", choices=FILE_CONVERSATIONS, default="turns",
+                        help="an output that is a list of {role, content} turns: each turn its own question "
+                             "(question_id/turn-2, ...; the default), or the whole conversation judged as one")
     submit.add_argument("--ids", action="store_true", help="print each row's submission id, one per line")
     submit.set_defaults(func=_run(cmd_submit))
 
@@ -323,6 +346,9 @@ def add_parsers(sub: SubParsers) -> None:
     board.add_argument("--judge", default=None, metavar="SPEC", help="this judge's board (default: the server's)")
     board.add_argument("--tournament", type=int, default=None, metavar="ID", help="only this tournament and its runs")
     board.add_argument("--dimension", default=None, help="rank by one dimension of `dimensions` judgements")
+    board.add_argument("--ties", default="half",
+                       help="half: a tie is half a win each way (default); davidson: Davidson's tie model "
+                            "(nu on stderr)")
     board.add_argument("--format", choices=OUTPUTS, default="table")
     board.set_defaults(func=_run(cmd_board))
 

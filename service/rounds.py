@@ -29,7 +29,7 @@ from leaderboard.players import battles_at_level, player_of
 from leaderboard.ranks import rank_intervals
 from leaderboard.ratings import bradley_terry_intervals
 from leaderboard.spec import RunSpec
-from leaderboard.templates import template_version
+from leaderboard.templates import version_variants
 from leaderboard.types import Battle, Level, Pair, Rating, Submission
 
 from .store import Store
@@ -47,8 +47,10 @@ class Step:
 
 
 def field_of(store: Store, spec: RunSpec) -> list[Submission]:
-    """The submissions a spec's filters select, as stored now (never a placeholder)."""
-    return store.select_submissions(models=spec.models, scenarios=spec.scenarios, questions=spec.questions)
+    """The submissions a spec's filters select, as stored now (never a placeholder, nor the
+    reference model's: its output is what the others are checked against)."""
+    subs = store.select_submissions(models=spec.models, scenarios=spec.scenarios, questions=spec.questions)
+    return [sub for sub in subs if not spec.is_reference(sub.model, sub.scenario)]
 
 
 def field_battles(store: Store, spec: RunSpec, subs: list[Submission]) -> list[Battle]:
@@ -61,8 +63,8 @@ def field_battles(store: Store, spec: RunSpec, subs: list[Submission]) -> list[B
 def known_pairs(store: Store, spec: RunSpec, tournament_id: int | None) -> set[tuple[int, int]]:
     """Pairs never to pay for again: judged by this judge already (with a judgement that
     answers the spec's order policy), or planned by this run."""
-    version = template_version(spec.criteria)
-    known = store.judged_pairs(spec.judge, spec.criteria, version, answering_orders(spec.order))
+    versions = version_variants(spec.criteria)  # with or without a reference, conversations
+    known = store.judged_pairs(spec.judge, spec.criteria, versions, answering_orders(spec.order))
     return known | (store.tournament_pairs(tournament_id) if tournament_id is not None else set())
 
 

@@ -17,11 +17,11 @@ from redis.exceptions import RedisError
 
 from leaderboard import callplan, pairing
 from leaderboard.factsim import summary_sources
-from leaderboard.keys import answering_keys, judgement_key
 from leaderboard.pricing import Price, cost_usd, price_of
 from leaderboard.rubric import RULES_VERSION
+from leaderboard.shown import pair_keys
 from leaderboard.spec import RunSpec
-from leaderboard.templates import compqa_score_version, template_version
+from leaderboard.templates import compqa_score_version
 from leaderboard.types import Mode, Pair, Submission
 
 from . import rounds
@@ -87,12 +87,12 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
     pairs = plan(store, spec)
     by_id = {sub.id: sub for sub in subs}
     judge, criteria, order = spec.judge, spec.criteria, spec.order
-    version = template_version(criteria)
+    references = store.references([sub.question_id for sub in subs], spec.reference_model, spec.reference_scenario)
     first_of_key: dict[str, tuple[Pair, tuple[str, ...]]] = {}
     for pair in pairs:
         a, b = by_id[pair.a], by_id[pair.b]
-        texts = (judge, version, criteria, a.question, a.output, b.output)
-        first_of_key.setdefault(judgement_key(*texts, order), (pair, answering_keys(*texts, order)))
+        keys = pair_keys(judge, criteria, order, a, b, references.get(a.question_id))
+        first_of_key.setdefault(keys.key, (pair, keys.answering))
     stored = store.existing_keys([key for _, keys in first_of_key.values() for key in keys])
     todo = [(by_id[pair.a], by_id[pair.b]) for pair, keys in first_of_key.values() if stored.isdisjoint(keys)]
     calls = callplan.count_calls(criteria, todo, order, _stored(store, spec, todo))

@@ -22,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 # The write routes whose body is one object or a non-empty array of them, and each object's
 # required fields; then the route whose body is one object.
 BATCH_BODIES = {
-    "/api/submissions": {"question", "model", "output"},
+    "/api/submissions": {"model", "output"},  # question: not for a conversation (its first user turn)
     "/api/votes": {"a", "b", "winner", "voter"},
 }
 

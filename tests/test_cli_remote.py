@@ -106,6 +106,37 @@ def test_submit_folds_named_columns_into_metadata_and_reports_a_refusal(
     assert code == 2 and "no such file" in err
 
 
+def mt_rows(question_id: str) -> list[dict]:
+    """MT-Bench-style rows: two models' two-turn conversations on one question."""
+    return [{"question_id": question_id, "model": m, "output": [
+        {"role": "user", "content": "Write a haiku."}, {"role": "assistant", "content": f"[{m}] haiku"},
+        {"role": "user", "content": "Now make it rhyme."}, {"role": "assistant", "content": f"[{m}] rhyme"}]}
+        for m in ("good", "bad")]
+
+
+def test_submit_keeps_turns_apart_unless_told_to_judge_the_whole_conversation(
+        url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mt.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in mt_rows("mt1")))
+    assert run(capsys, "submit", str(path)) == (0, "submitted 4 rows from mt.jsonl: 4 new, 0 existing\n", "")
+    stored = api(url, "/api/submissions")["submissions"]
+    assert [(s["question_id"], s["question"], s["output"], s["metadata"]) for s in stored] == [
+        ("mt1", "Write a haiku.", "[good] haiku", {"turn": 1}),
+        ("mt1/turn-2", "Now make it rhyme.", "[good] rhyme", {"turn": 2}),
+        ("mt1", "Write a haiku.", "[bad] haiku", {"turn": 1}),
+        ("mt1/turn-2", "Now make it rhyme.", "[bad] rhyme", {"turn": 2})]
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text("\n".join(json.dumps(r) for r in mt_rows("mt2")))
+    assert run(capsys, "submit", str(whole), "--conversations", "whole")[0] == 0
+    kept = api(url, "/api/submissions", question_id="mt2")["submissions"]
+    assert [(s["question"], s["output"]) for s in kept] == [("Write a haiku.", r["output"]) for r in mt_rows("mt2")]
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({**mt_rows("mt3")[0], "output": [{"role": "user", "content": "Hi"}] * 2}))
+    code, _, err = run(capsys, "submit", str(odd))
+    assert code == 2 and "row 1: turns 1-2 are not a user turn and the assistant's reply" in err
+    assert len(api(url, "/api/submissions")["submissions"]) == 6
+
+
 # ---- tournaments ----------------------------------------------------------------------------
 
 
@@ -234,7 +265,7 @@ def test_follow_draws_the_run_and_ends_with_the_board(submitted: str, env: Setti
     assert err.rstrip().endswith(f"tournament {tid}: done")
     table = out.splitlines()
     assert table[0].split() == ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins",
-                                "losses", "ties", "matches"]
+                                "losses", "ties", "matches", "flags"]
     assert [line.split()[2] for line in table[1:]] == ["good", "mid", "bad"]
     board = api(url, "/api/leaderboard", tournament=tid)["rows"]
     assert [line.split()[3] for line in table[1:]] == [f"{row['rating']:.1f}" for row in board]
@@ -249,12 +280,20 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
         rows = api(url, "/api/leaderboard", by=by)["rows"]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "json")
         columns = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
-                   "matches"]
-        assert code == 0 and json.loads(out) == [{c: row[c] for c in columns} for row in rows]
+                   "matches", "flags"]
+        kinds = [",".join(f["kind"] for f in row["flags"]) for row in rows]  # the flags' kinds, comma-separated
+        assert code == 0 and json.loads(out) == [{**{c: row[c] for c in columns}, "flags": k} for row, k in zip(rows, kinds)]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "csv", "--tournament", str(tid))
         frame = pd.read_csv(io.StringIO(out))
         assert list(frame.columns) == columns and list(frame["player"]) == [row["player"] for row in rows]
         assert list(frame["wins"]) == [row["wins"] for row in rows]
+    body = api(url, "/api/leaderboard", ties="davidson")
+    code, out, err = run(capsys, "board", "--ties", "davidson", "--format", "json")
+    assert code == 0 and json.loads(out) == [{c: row[c] for c in columns} for row in body["rows"]]
+    nu = body["tie_parameter"]
+    assert f"tie parameter nu {nu['nu']:.3f} [{nu['ci_low']:.3f}, {nu['ci_high']:.3f}] (component 1)" in err
+    code, out, err = run(capsys, "board", "--ties", "fancy")  # the API's 422, its words
+    assert (code, out) == (2, "") and "'half' or 'davidson'" in err
     code, out, err = run(capsys, "board", "--judge", "anthropic/no-such-judge")  # the API's 404, its words
     assert (code, out) == (2, "")
     assert "no verdicts from judge 'anthropic/no-such-judge' here; judges with verdicts: " + JUDGE in err

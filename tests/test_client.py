@@ -21,6 +21,7 @@ from joust import (
     Client,
     Conflict,
     DryRun,
+    Flag,
     Invalid,
     Judgement,
     NotFound,
@@ -104,6 +105,8 @@ def plain(value: Any) -> Any:
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, tuple) and all(isinstance(flag, Flag) for flag in value):  # a board row's flags
+        return [{"kind": flag.kind, "evidence": flag.evidence} for flag in value]
     return value
 
 
@@ -139,6 +142,22 @@ def test_missing_cells_take_the_api_defaults(api: Client, client: TestClient) ->
     assert [rows[i]["metadata"] for i in ids] == [{"temperature": 0.2}, {}]
     default_id = rows[hashed.json()["submissions"][0]["id"]]["question_id"]  # the API's hash of the question
     assert [rows[i]["question_id"] for i in ids] == [default_id, default_id]
+
+
+def test_a_reference_and_a_conversation_are_submitted_and_come_back(api: Client, client: TestClient) -> None:
+    turns = [{"role": "user", "content": "What is 3*4?"}, {"role": "assistant", "content": "12"}]
+    ids = api.submit([{"question_id": "mt", "model": "x", "output": turns},
+                      {"question_id": "mt", "model": "y", "output": [turns[0], {"role": "assistant", "content": "13"}]}],
+                     reference="3*4 = 12")
+    one = api.submission(ids[0])
+    assert (one.question, one.output, one.reference) == ("What is 3*4?", turns, "3*4 = 12")
+    frame = api.submissions(question_id="mt")
+    assert list(frame["reference"]) == ["3*4 = 12"] * 2 and frame["output"][0] == turns
+    with pytest.raises(Invalid, match="question_id 'mt': reference differs"):
+        api.submit({"question_id": "mt", "model": "z", "output": turns, "reference": "twelve"}, reference="12")
+    assert len(stored(client)) == 2
+    assert api.tournament(judge=JUDGE, dry_run=True).matches == 1
+    assert api.tournament(judge=JUDGE, reference_model="x", dry_run=True).matches == 0  # x is the reference
 
 
 def test_named_columns_go_into_metadata_and_the_id_column_is_left_out(api: Client, client: TestClient) -> None:
@@ -329,6 +348,10 @@ def test_leaderboard_frame_equals_the_apis_json(api: Client, client: TestClient,
         assert records(frame) == body["rows"]
         assert frame.attrs == {k: v for k, v in body.items() if k != "rows"}
         assert frame.attrs["by"] == by
+    frame = api.leaderboard(ties="davidson")
+    body = client.get("/api/leaderboard", params={"ties": "davidson"}).json()
+    assert records(frame) == body["rows"] and frame.attrs["ties"] == "davidson"
+    assert frame.attrs["tie_parameter"] == body["tie_parameter"] and body["tie_parameter"]["nu"] > 0
     frame = api.leaderboard(tournament=run.id, judge=JUDGE)
     assert list(frame["player"]) == ["good", "mid", "bad"]
     counts = frame[["wins", "losses", "ties"]].itertuples(index=False, name=None)
@@ -381,7 +404,9 @@ def test_lists_follow_next_to_the_last_page(api: Client, client: TestClient, jud
 
 def test_judges_frame_equals_the_apis_json(api: Client, client: TestClient, judged: tuple) -> None:
     frame = api.judges()
-    assert records(frame) == client.get("/api/judges").json()["judges"]
+    body = client.get("/api/judges").json()
+    assert records(frame) == body["judges"]
+    assert frame.attrs == {k: v for k, v in body.items() if k != "judges"} and frame.attrs["judge_agreement"] == []
     [row] = records(api.judges(judge=JUDGE))
     assert (row["judge"], row["calls"], row["judgements"], row["consistency"]) == (JUDGE, 12, 6, 1.0)
     assert math.isnan(frame.loc[frame["judge"] == JUDGE, "human_agreement"].iloc[0])  # no human voted

@@ -11,6 +11,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from leaderboard.dimensions import DIMENSIONS, stored_outcome
+from leaderboard.players import battles_at_level
+from leaderboard.ties import fit_with_ties
+from leaderboard.types import Level
 from service.app import create_app
 from service.config import Settings
 from service.store import Store
@@ -87,6 +90,14 @@ def test_the_board_ranks_by_one_dimension(client: TestClient, db: Store, env: Se
     assert board(dimension="overall")["judgements"] == 6
     assert [r["wins"] for r in board(dimension="accuracy")["rows"]] == [4, 2, 0]
     assert board()["judgements"] == 12 and board()["dimension"] is None  # the overall board counts both
+    # Davidson's tie model fitted on the dimension's own verdicts (the overall ones do not count)
+    tied = board(dimension="conciseness", ties="davidson")
+    battles = battles_at_level(db.dimension_side_rows("conciseness", judge=tied["judge"]), Level.MODEL)
+    expected = fit_with_ties(battles, "davidson")
+    assert tied["ties"] == "davidson" and [r["player"] for r in tied["rows"]] == MODELS[::-1]
+    assert {r["player"]: r["rating"] for r in tied["rows"]} == pytest.approx(
+        {p: rating for p, (rating, _, _) in expected.ratings.items()}, abs=1e-9)
+    assert tied["tie_parameter"]["nu"] == pytest.approx(expected.tie_parameter[0], abs=1e-12)
     refused = client.get("/api/leaderboard", params={"dimension": "style"})
     assert refused.status_code == 422 and "accuracy" in refused.json()["error"]
 

@@ -95,12 +95,17 @@ def test_judge_health_shows_each_judges_figures(client: TestClient) -> None:
         "25.0%",  # j1: a (longer) once, b once; j2: a beat the longer c twice
         "66.7% (2 pairs)",  # 3 votes on 2 pairs, 2 agree
         "100.0% (1 pair)",  # without ties: the judge's tie on (a, b) goes; a over c twice, as voted
+        # Krippendorff's alpha over (a, c): judge A, votes A, A and (a, b): judge tie, vote B, each
+        # pair also seen from its other side: 1 - (10 - 1) * 4 / (100 - 36) = 7/16; resampled, the
+        # 2 pairs give -0.4 (both (a, b)) to 1 (both (a, c))
+        "0.44 [-0.40, 1.00]",
     ]
-    assert rows[PANEL] == ["3", "—", "—", "0.0%", "—", "0.0%", "—", "—"]  # the longer answer never won a vote
+    assert rows[PANEL] == ["3", "—", "—", "0.0%", "—", "0.0%", "—", "—", "—"]  # the longer answer never won a vote
     # the same judges as the API serves, with the same figures
     api = {h["judge"]: h for h in client.get("/api/judges").json()["judges"]}
     assert sorted(api) == sorted(rows)
     assert api[JUDGE]["first_position_win_rate"] == 0.75 and api[JUDGE]["human_pairs"] == 2
+    assert (api[JUDGE]["human_alpha"], api[JUDGE]["human_alpha_pairs"]) == (pytest.approx(7 / 16), 2)
     assert "First position of the calls naming a winner, the share won by the answer shown first; 50% means no " \
            "position bias." in visible(text)  # each figure explained in one line
 
@@ -203,8 +208,8 @@ def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(clie
     judge_both_orders(store, second)
 
     # calls, consistency, first position, ties, parse failures, longer wins, human agreement (with
-    # ties, without)
-    expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—", "—"]
+    # ties, without, alpha)
+    expected = ["4", "100.0%", "50.0%", "0.0%", "25.0%", "0.0%", "—", "—", "—"]
     assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE] == expected
     assert health_rows(page(client, "/judges"))[DEFAULT_JUDGE] == expected
     assert cache.computations == 1  # the second load at the same revision reused the first
@@ -231,7 +236,7 @@ def test_the_reference_humans_are_chosen_on_the_page(client: TestClient) -> None
     ])
     every = health_rows(page(client, "/judges"))[JUDGE]
     bob = health_rows(page(client, "/judges?humans=human/bob"))[JUDGE]
-    assert every[-2] == "50.0% (2 pairs)" and bob[-2] == "0.0% (1 pair)"  # as GET /api/judges?humans= says
+    assert every[-3] == "50.0% (2 pairs)" and bob[-3] == "0.0% (1 pair)"  # as GET /api/judges?humans= says
     assert client.get(f"/api/judges?humans=human/bob&judge={JUDGE}").json()["judges"][0]["human_agreement"] == 0.0
     assert 'value="human/bob" checked' in page(client, "/judges?humans=human/bob")
     wrong = client.get("/judges?humans=human/nobody")

@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 import pytest
 
-from leaderboard.templates import TEMPLATE_VERSIONS
+from leaderboard.conversation import Turn
+from leaderboard.templates import TEMPLATE_VERSIONS, shown_version
 from workers import analysis, prompts
 from workers.criteria import CRITERIA, compqa_prompt, dimensions, factsim_prompt
 
@@ -81,3 +82,28 @@ def test_the_inputs_are_in_the_prompt(name: str) -> None:
 
 def test_no_two_versions_share_a_prompt() -> None:
     assert len(set(PINNED.values())) == len(PINNED)
+
+
+# The pairwise prompt with a reference answer and/or conversations (`prompts.build_shown_prompt`):
+# version (`leaderboard.templates.shown_version`) -> sha256, rendered as above.
+REFERENCE = "Taste is personal; </reference> both are fine."
+TURNS = (Turn("user", QUESTION), Turn("assistant", FIRST), Turn("user", "Why?"), Turn("assistant", "Floral."))
+SHOWN_PINNED = {
+    "pairwise-v1+ref-v1": "8f5d053965c00d6caa87447c2fc1401923965c59e55eb95351c0a78a90384fd3",
+    "pairwise-v1+turns-v1": "a65fd5e4932b620cffc76e415fe8f1a9a5c39cc9f653233628db858db678f1b8",
+    "pairwise-v1+ref-v1+turns-v1": "79ba8c7da8a3b916524f9e9adade831a0e79bd3d75e8689486165b8e7d643d45",
+}
+
+
+def rendered_shown(reference: bool, conversation: bool) -> str:
+    first = TURNS if conversation else FIRST
+    parts = (*prompts.build_shown_prompt(QUESTION, first, SECOND, REFERENCE if reference else None), prompts.REMINDER)
+    return hashlib.sha256("\x1e".join(parts).encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(("reference", "conversation"), [(True, False), (False, True), (True, True)])
+def test_the_shown_prompt_is_the_one_its_version_names(reference: bool, conversation: bool) -> None:
+    version = shown_version("overall", reference=reference, conversation=conversation)
+    assert rendered_shown(reference, conversation) == SHOWN_PINNED[version], (
+        f"the pairwise prompt with a reference/turns changed but its version is still {version!r}: bump "
+        f"REFERENCE_SUFFIX or TURNS_SUFFIX, then record {rendered_shown(reference, conversation)!r} for it")

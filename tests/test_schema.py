@@ -13,7 +13,7 @@ from sqlalchemy import inspect, select, text
 from leaderboard.keys import answering_keys, content_hash, judgement_key
 from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION
 from leaderboard.types import OrderPolicy, Winner
-from service.store import NewJudgement, Store
+from service.store import NewJudgement, NewSubmission, Store
 from service.store import schema as s
 from service.store.schema import SCHEMA_VERSION
 
@@ -216,7 +216,7 @@ def test_a_version_6_database_is_upgraded(tmp_path: Path) -> None:
     unreadable ones keep their keys; every run's mode is a column."""
     path = tmp_path / "v6.db"
     store = upgraded(path, V6)
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
     check_version_6_upgrade(store)
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
@@ -289,3 +289,23 @@ def test_a_version_8_database_is_upgraded(tmp_path: Path) -> None:
     again = Store(url)  # opening again changes nothing
     check_version_8_upgrade(again)
     again.close()
+
+
+def test_a_version_9_database_is_upgraded(tmp_path: Path) -> None:
+    """Version 9 had no reference answer and no conversation turns on submissions: they are added,
+    NULL for the rows there, so a stored submission reads as before (a plain pair keeps its key)."""
+    url = f"sqlite:///{tmp_path / 'v9.db'}"
+    made = Store(url)
+    made.add_submissions([NewSubmission("q1", "Q?", "m", "default", "out")])
+    made.close()
+    with sqlite3.connect(tmp_path / "v9.db") as conn:
+        conn.executescript("ALTER TABLE submissions DROP COLUMN reference; ALTER TABLE submissions DROP COLUMN turns;"
+                           "UPDATE schema_version SET version = 9")
+    store = Store(url)
+    columns = {c["name"] for c in inspect(store.engine).get_columns("submissions")}
+    assert {"reference", "turns"} <= columns
+    sub = store.select_submissions()[0]
+    assert (sub.output, sub.reference, sub.turns, sub.judged_text) == ("out", None, None, "out")
+    with store._read() as conn:
+        assert conn.execute(select(s.schema_version.c.version)).scalars().all() == [SCHEMA_VERSION] == [10]
+    store.close()

@@ -153,7 +153,12 @@ async def compare_with_reminder(send: Send, question: str, first: str, second: s
 
     Raises `VerdictParseError` (with both replies) when the second reply is unreadable too.
     """
-    system, user = build_pairwise_prompt(question, first, second)
+    return await verdict_of(send, *build_pairwise_prompt(question, first, second))
+
+
+async def verdict_of(send: Send, system: str, user: str) -> JudgeReply:
+    """A pairwise verdict to a built prompt, asked as `compare_with_reminder` asks (the pairwise
+    prompt with a reference or conversations, `workers.prompts.build_shown_prompt`, comes here)."""
     answer = await ask_with_reminder(send, system, user, parse_verdict, REMINDER)
     winner, reason = answer.value
     return JudgeReply(

@@ -28,9 +28,9 @@ from typing import Any, AsyncContextManager
 from redis.asyncio import Redis
 
 from leaderboard.consistency import match_seed
-from leaderboard.keys import answering_keys, content_hash, judgement_key, keyed_order, orient
+from leaderboard.keys import content_hash, keyed_order, orient
 from leaderboard.pricing import priced_calls
-from leaderboard.templates import template_version
+from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
 from service.config import Settings
 from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
@@ -123,9 +123,8 @@ class Keyed:
 def key_of(ctx: MatchContext) -> Keyed:
     """How the match's judgement is keyed (see `Keyed`)."""
     spec = ctx.spec
-    version = template_version(spec.criteria)
-    texts = (spec.judge, version, spec.criteria, ctx.a.question, ctx.a.output, ctx.b.output)
-    return Keyed(judgement_key(*texts, spec.order), answering_keys(*texts, spec.order), spec.criteria, version)
+    keys = pair_keys(spec.judge, spec.criteria, spec.order, ctx.a, ctx.b, ctx.reference)
+    return Keyed(keys.key, keys.answering, spec.criteria, keys.version)
 
 
 @dataclass(frozen=True)

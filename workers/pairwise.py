@@ -11,9 +11,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 from leaderboard.consistency import combine, plan_orders
+from leaderboard.conversation import Turn
 from leaderboard.types import Call, OrderPolicy, Outcome, Submission
 
-from .judge import Judge, JudgeReply, gather_settled
+from .judge import Judge, JudgeReply, gather_settled, verdict_of
+from .prompts import build_shown_prompt
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,28 @@ def judged_call(reply: JudgeReply, first: int, **extra: Any) -> JudgedCall:
 
 
 async def judge_pair(
-    judge: Judge, a: Submission, b: Submission, policy: OrderPolicy, rng: random.Random
+    judge: Judge, a: Submission, b: Submission, policy: OrderPolicy, rng: random.Random,
+    reference: str | None = None,
 ) -> tuple[list[Call], Outcome]:
-    """Ask the judge in each planned order (concurrently) and combine the verdicts for (a, b)."""
+    """Ask the judge in each planned order (concurrently) and combine the verdicts for (a, b).
+
+    A pair with a reference answer or a conversation is shown with `build_shown_prompt`, through
+    the judge's free-form call; a judge without one (offline) judges the outputs alone."""
     by_id = {a.id: a, b.id: b}
     orders = plan_orders(a.id, b.id, policy, rng)
-    replies = await gather_settled(
-        *(judge.compare(a.question, by_id[first].output, by_id[second].output) for first, second in orders)
-    )
+    complete = getattr(judge, "complete", None)
+    if complete is not None and (reference is not None or a.turns is not None or b.turns is not None):
+        asks = (verdict_of(complete, *build_shown_prompt(a.question, _side(by_id[first]), _side(by_id[second]),
+                                                         reference)) for first, second in orders)
+    else:
+        asks = (judge.compare(a.question, by_id[first].output, by_id[second].output) for first, second in orders)
+    replies = await gather_settled(*asks)
     calls: list[Call] = [judged_call(reply, first) for (first, _second), reply in zip(orders, replies)]
     return calls, combine(a.id, b.id, calls)
+
+
+def _side(sub: Submission) -> str | tuple[Turn, ...]:
+    return sub.output if sub.turns is None else sub.turns
 
 
 def calls_as_json(calls: Sequence[Call | Recorded]) -> list[dict]:

@@ -1,5 +1,6 @@
 """A board as the page shows it: typed rows grouped by component, each with its rank range,
-interval, online Elo, record and the player's mean output length.
+interval, online Elo, record, the player's mean output length and its gaming flags
+(`leaderboard.flags`: a mark in the row, the evidence listed under the table).
 
 Why a view of its own: the page shows less than the API where a number would mislead. A group
 whose verdicts do not bound its ratings (`bounded` false, see `leaderboard.bounds`) has ratings
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from leaderboard.flags import Flag
 from leaderboard.players import player_of
 from leaderboard.types import Level, Rating
 from service.store import OutputLength
@@ -38,6 +40,12 @@ class RowView:
     ties: int
     matches: int
     mean_chars: float | None
+    flags: tuple[Flag, ...] = ()
+
+    @property
+    def kinds(self) -> str:
+        """The flags' kinds in words, e.g. "constant output, addresses judge"."""
+        return ", ".join(f.kind.value.replace("_", " ") for f in self.flags)
 
     @property
     def few(self) -> bool:
@@ -72,6 +80,11 @@ class BoardView:
     def players(self) -> int:
         return sum(len(g.rows) for g in self.groups)
 
+    @property
+    def flagged(self) -> list[RowView]:
+        """The rows with gaming flags, in the board's order."""
+        return [r for g in self.groups for r in g.rows if r.flags]
+
 
 def _finite(value: object) -> float | None:
     if value is None:
@@ -91,7 +104,7 @@ def mean_lengths(lengths: Iterable[OutputLength], level: Level) -> dict[str, flo
     return {player: chars[player] / outputs[player] for player in chars if outputs[player]}
 
 
-def row_view(row: Rating, position: int, mean_chars: float | None) -> RowView:
+def row_view(row: Rating, position: int, mean_chars: float | None, flags: Sequence[Flag] = ()) -> RowView:
     """One Rating as shown: no rating or interval in an unbounded group."""
     bounded = bool(row.extra.get("bounded", True))
     return RowView(
@@ -106,16 +119,19 @@ def row_view(row: Rating, position: int, mean_chars: float | None) -> RowView:
         elo=_finite(row.elo),
         wins=int(row.wins), losses=int(row.losses), ties=int(row.ties), matches=int(row.matches),
         mean_chars=mean_chars,
+        flags=tuple(flags),
     )
 
 
-def board_view(rows: Sequence[Rating], lengths: dict[str, float]) -> BoardView:
+def board_view(rows: Sequence[Rating], lengths: dict[str, float],
+               flags: Mapping[str, Sequence[Flag]] | None = None) -> BoardView:
     """The board's rows by component (in the board's order, which puts the largest first) and
-    an axis spanning every interval, padded, so that all bars share it."""
+    an axis spanning every interval, padded, so that all bars share it; `flags`: each flagged
+    player's gaming flags."""
     groups: dict[int, list[RowView]] = {}
     for position, row in enumerate(rows, start=1):
         groups.setdefault(int(row.extra.get("component", 1)), []).append(
-            row_view(row, position, lengths.get(row.player)))
+            row_view(row, position, lengths.get(row.player), (flags or {}).get(row.player, ())))
     views = tuple(GroupView(number, tuple(members), all(r.bounded for r in members))
                   for number, members in groups.items())
     ends = [v for g in views for r in g.rows for v in (r.ci_low, r.ci_high, r.rating) if v is not None]

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from leaderboard.judges import JudgeChoice
 from leaderboard.types import Level
 from service.boards import Board, BoardCache
+from service.flag_cache import BoardFlags, FlagCache
 from service.refreshes import GAP_S, Refreshes
 from service.revisioned import Lru
 from service.store import OutputLength, Store
@@ -51,6 +52,7 @@ class Prepared:
 
     choice: JudgeChoice
     board: Board
+    flags: BoardFlags
     view: BoardView
     figures: BoardFigures
     table: Markup
@@ -90,9 +92,10 @@ Links = Callable[[JudgeChoice, View], tuple[Callable[[str], str], Callable[[str,
 class PreparedBoards:
     """Prepared boards by view, made in the request when small and behind the page when big."""
 
-    def __init__(self, store: Store, boards: BoardCache, links: Links) -> None:
+    def __init__(self, store: Store, boards: BoardCache, flags: FlagCache, links: Links) -> None:
         self.store = store
         self.boards = boards
+        self.flags = flags
         self.links = links  # (row link, cell link) for a view: the page's URLs, kept out of this module
         self.lengths = Lengths(store)
         self.behind_from = BEHIND_FROM
@@ -106,7 +109,7 @@ class PreparedBoards:
         `judged_soon` raises for a judge without verdicts or an unknown tournament."""
         kept = self._kept.latest(view)
         if kept is not None and len(kept.board.rows) >= self.behind_from:
-            if kept.revision < revision or kept.lengths != self.store.submission_mark():
+            if kept.revision < revision or kept.lengths != self.store.submission_mark() or not kept.flags.current:
                 self._refreshes.start(view, lambda: self._prepare(view))
             return kept
         return self._prepare(view)
@@ -122,24 +125,26 @@ class PreparedBoards:
             return None
         choice, board = judged
         lengths, means = self.lengths.of(view.level)
+        flags = self.flags.of(board, (view.tournament, choice.judge, view.dimension), soon=True)
         kept = self._kept.latest(view)
         if (kept is not None and kept.board.rows is board.rows and kept.lengths == lengths
-                and kept.choice.judge == choice.judge):
-            made = dataclasses.replace(kept, board=board, choice=choice)  # the same fit, re-stamped: nothing to draw
+                and kept.choice.judge == choice.judge and kept.flags.flags == flags.flags):
+            # the same fit, re-stamped: nothing to draw
+            made = dataclasses.replace(kept, board=board, choice=choice, flags=flags)
         else:
-            made = self._make(view, choice, board, lengths, means, kept)
+            made = self._make(view, choice, board, flags, lengths, means, kept)
         self._kept.put(view, made)
         return made
 
-    def _make(self, view: View, choice: JudgeChoice, board: Board, lengths: int, means: dict[str, float],
-              kept: Prepared | None) -> Prepared:
+    def _make(self, view: View, choice: JudgeChoice, board: Board, flags: BoardFlags, lengths: int,
+              means: dict[str, float], kept: Prepared | None) -> Prepared:
         row_link, cell_link = self.links(choice, view)
         same_fit = kept is not None and kept.board.rows is board.rows and kept.choice.judge == choice.judge
         figures = kept.figures if same_fit else draw_board(board.rows, board.counts, cell_link)  # type: ignore[union-attr]
-        shown = board_view(board.rows, means)
+        shown = board_view(board.rows, means, flags.flags)
         table = ENV.get_template("board_table.html").render(view=shown, figures=figures, row_link=row_link,
                                                            level_title=LEVEL_TITLES[view.level])
         pictures = ENV.get_template("board_figures.html").render(figures=figures)
-        return Prepared(choice, board, shown, figures, Markup(table), Markup(pictures), lengths)
+        return Prepared(choice, board, flags, shown, figures, Markup(table), Markup(pictures), lengths)
 
 

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from leaderboard.health import HUMAN_PREFIX, JudgeHealth, VoterAgreement
+from leaderboard.judge_alpha import JudgeAlpha
 from service.api_models import KEY_MAX
 from service.judge_health_cache import JudgeHealthCache
 
@@ -44,11 +45,13 @@ class JudgesOut(BaseModel):
     """Every judge with stored judgements or parse failures, by name (`leaderboard.health`'s
     own record, served as is: a rate is null when there was nothing to count); the human
     reference set the agreement figures are measured against; how often its votes agree with
-    each other."""
+    each other; Krippendorff's alpha between every two judges that are not human, on the pairs
+    both judged (`judge_agreement`; with `?judge=`, only those it is one of)."""
 
     judges: list[JudgeHealth]
     humans: list[str]
     voter_agreement: VoterAgreement
+    judge_agreement: list[JudgeAlpha]
 
 
 HumansQuery = Annotated[
@@ -84,8 +87,9 @@ def get_judges(
 ) -> JudgesOut:
     """Per judge: order consistency, first-position win rate, tie rate, parse-failure rate, how
     often the longer answer wins, and agreement with the human votes on the same pairs (with ties,
-    and without: both naming a winner); agreement between the human votes themselves; current as
-    of this request."""
+    and without: both naming a winner, and as Krippendorff's alpha with a 95% bootstrap interval);
+    agreement between the human votes themselves; alpha between judges; current as of this
+    request."""
     chosen = reference_set(humans)
     if chosen is not None:
         known = cache.current().humans  # every human judge with votes
@@ -96,4 +100,5 @@ def get_judges(
             raise ApiError(404, f"no votes by {named}: "
                                 + (f"the human judges are {listed}" if known else "no human votes are stored"))
     health = cache.current(chosen)
-    return JudgesOut(judges=health.of(judge), humans=list(health.humans), voter_agreement=health.voters)
+    return JudgesOut(judges=health.of(judge), humans=list(health.humans), voter_agreement=health.voters,
+                     judge_agreement=health.alphas_of(judge))

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import numpy as np
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from leaderboard.battles import PairCounts
 from leaderboard.board import build_board
@@ -33,9 +33,11 @@ from service.boards import (
     BoardCache,
     EffectsAt,
 )
+from service.flag_cache import BoardFlags, FlagCache
 from service.rounds import anchored_board
 from service.store import Store
 
+from .board_ties import TieModel, TieParameterOut, TiesParam, davidson_board
 from .common import ID_MAX, ApiError, FilterText, TournamentFilter, error_responses
 from .judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
 
@@ -61,6 +63,11 @@ def compute_board(
 def get_boards(request: Request) -> BoardCache:
     """The board cache opened by the lifespan."""
     return request.app.state.boards
+
+
+def get_flags(request: Request) -> FlagCache:
+    """The gaming flags' cache opened by the lifespan."""
+    return request.app.state.flags
 
 
 def finite(value: Any) -> float | None:
@@ -94,6 +101,14 @@ class CoefficientOut(BaseModel):
     ci_high: float | None
 
 
+class FlagOut(BaseModel):
+    """A sign of gaming (`leaderboard.flags`): `kind` is constant_output, addresses_judge,
+    copies_question or length_unexplained; `evidence` says it in a sentence with the numbers."""
+
+    kind: str
+    evidence: str
+
+
 class RankedRow(LeaderboardRow):
     """A board row: its component (1 = the largest) and, within it, its rank and the range of
     ranks its 95% interval allows. `bounded` false: the component's verdicts do not bound its
@@ -108,6 +123,7 @@ class RankedRow(LeaderboardRow):
     rank: int
     rank_low: int | None
     rank_high: int | None
+    flags: list[FlagOut] = Field(default_factory=list)  # empty for an honest player (and one without outputs)
 
 
 @with_judge_rule
@@ -126,6 +142,11 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     `bootstrap` are 95% percentile intervals over `bootstrap_rounds` resamples of the questions
     (seed `bootstrap_seed`, so the same judgements give the same intervals), computed within each
     component and cached per revision.
+
+    Ties: `half` (the default) counts a tie as half a win each way; `davidson` rates by
+    Davidson's tie model, fitted per component on the same judgements (the plain rating kept in
+    `plain_*`), and reports its tie parameter: `tie_parameter` is component 1's (null with
+    `half`), `tie_parameters` every component's.
     """
 
     rows: list[RankedRow]  # type: ignore[assignment]
@@ -138,6 +159,10 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     control: Control = Control.NONE
     control_note: str | None = None  # why a requested control was not applied
     coefficients: list[CoefficientOut] | None = None
+    ties: TieModel = TieModel.HALF
+    ties_note: str | None = None  # why a requested tie model was not applied
+    tie_parameter: TieParameterOut | None = None  # component 1's
+    tie_parameters: list[TieParameterOut] | None = None  # every component's
 
 
 class EffectRow(BaseModel):
@@ -173,8 +198,9 @@ def optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def row_out(row: Rating, position: int) -> RankedRow:
-    """One Rating as the API shows it; `position` (1 for the first row) stands in for a missing rank."""
+def row_out(row: Rating, position: int, flags: BoardFlags | None = None) -> RankedRow:
+    """One Rating as the API shows it; `position` (1 for the first row) stands in for a missing
+    rank; `flags`: the board's gaming flags."""
     return RankedRow(
         player=row.player,
         rating=finite(row.rating),
@@ -193,6 +219,7 @@ def row_out(row: Rating, position: int) -> RankedRow:
         plain_rating=_optional_finite(row.extra.get("plain_rating")),
         plain_ci_low=_optional_finite(row.extra.get("plain_ci_low")),
         plain_ci_high=_optional_finite(row.extra.get("plain_ci_high")),
+        flags=[FlagOut(kind=f.kind.value, evidence=f.evidence) for f in (flags.of(row.player) if flags else ())],
     )
 
 
@@ -234,12 +261,14 @@ DimensionFilter = Annotated[
 @router.get("", response_model=RankedBoardOut)
 def get_leaderboard(
     boards: Annotated[BoardCache, Depends(get_boards)],
+    flag_cache: Annotated[FlagCache, Depends(get_flags)],
     by: ByLevel = By.MODEL,
     tournament: TournamentFilter = None,
     judge: JudgeFilter = None,
     dimension: DimensionFilter = None,
     intervals: IntervalsParam = Intervals.CLOSED,
     control: ControlParam = Control.NONE,
+    ties: TiesParam = TieModel.HALF,
 ) -> RankedBoardOut:
     """One judge's board (named, or chosen as the response's `judge_chosen_by` says, the other
     judges linked): players by component of the comparison graph, best first within one, by
@@ -247,21 +276,33 @@ def get_leaderboard(
     ranges, online Elo and win/loss/tie counts. Current on every request: it includes every
     judgement resolved before the request arrived. With `dimension`, ranked by that dimension of
     the judgements made with criteria `dimensions` (each dimension's orders combined by the
-    consistency rule on their own). 404 for an unknown tournament or a judge without verdicts
+    consistency rule on their own). With `ties=davidson`, rated by Davidson's tie model, per
+    component, with its tie parameter. 404 for an unknown tournament or a judge without verdicts
     here (the message lists those with verdicts)."""
     level, name = by.level, (dimension.value if dimension is not None else None)
     with judge_not_found():
         choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name)
+    flags = flag_cache.of(board, (tournament, choice.judge, name))
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
     anchored = spec is not None and spec.anchored and name is None and level is spec.level
     rounds = seed = None
     coefficients = None
-    note = None
+    note = ties_note = None
+    tie_parameters: list[TieParameterOut] | None = None
     if control is Control.STYLE and (name is not None or anchored or intervals is Intervals.BOOTSTRAP):
         # a valid request: answered, and the response says it is the plain board, and why
         control, note = Control.NONE, ("style control is not computed with dimension=, intervals=bootstrap or "
                                        "an anchored tournament: this is the plain board")
-    if control is Control.STYLE:
+    if ties is TieModel.DAVIDSON and (anchored or intervals is Intervals.BOOTSTRAP):
+        ties, ties_note = TieModel.HALF, ("ties=davidson is not computed with intervals=bootstrap or an anchored "
+                                          "tournament: ties count half a win each way on this board")
+    if ties is TieModel.DAVIDSON and control is Control.STYLE:
+        control, note = Control.NONE, ("style control is not computed with ties=davidson: this is the Davidson "
+                                       "board without style control")
+    if ties is TieModel.DAVIDSON:
+        board, tie_parameters = davidson_board(boards, board, judge=choice.judge, tournament=tournament,
+                                               dimension=name)
+    elif control is Control.STYLE:
         if choice.judge is not None:
             styled = boards.styled(level, board, judge=choice.judge, tournament_id=tournament)
             if styled.unavailable is not None:
@@ -285,7 +326,7 @@ def get_leaderboard(
         by=board.level.value,
         tournament=tournament,
         **judge_fields(choice, "/api/leaderboard", by=level.value, tournament=tournament, dimension=name),
-        rows=[row_out(r, i) for i, r in enumerate(board.rows, start=1)],
+        rows=[row_out(r, i, flags) for i, r in enumerate(board.rows, start=1)],
         judgements=board.judgements,
         revision=board.revision,
         dimension=name,
@@ -296,6 +337,10 @@ def get_leaderboard(
         control=control,
         control_note=note,
         coefficients=coefficients,
+        ties=ties,
+        ties_note=ties_note,
+        tie_parameter=tie_parameters[0] if tie_parameters else None,
+        tie_parameters=tie_parameters,
     )
 
 

@@ -4,7 +4,8 @@ live in the URL (`/?judge=&by=&tournament=&dimension=`), so a view can be linked
 What it shows, each part a `data-live` region the live script swaps when the store moves
 (`service.pages.render`): whose verdicts and why (the other judges linked); the board by
 component of the comparison graph, each row with its rank range, rating and 95% interval drawn
-on a shared axis, online Elo, record, matches and mean output length; the ratings as an interval
+on a shared axis, online Elo, record, matches, mean output length and a mark for a gaming flag
+(`service.flag_cache`; the evidence listed under the table); the ratings as an interval
 plot; the win-rate and battle-count matrices as heatmaps whose cells link to the judgements
 behind them; model and scenario effects side by side; rubric scores when there are any; and a
 recurring tournament's history. Boards come from the API's cache (`service.boards`), so the
@@ -25,6 +26,7 @@ from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
 from leaderboard.types import Level
 from service.api_models import By
 from service.boards import Board, BoardCache, EffectsAt
+from service.flag_cache import FlagCache
 from service.pages.figures import Figure, latest_history
 from service.pages.prepared import LEVEL_TITLES, PreparedBoards, View
 from service.pages.render import Mark, mark_of, not_modified, render
@@ -140,7 +142,7 @@ def page(
     }
     context["history"] = history_of(store, level, tournament, context["form"]["tournaments"])
     context["behind"] = max(mark.revision - board.revision, 0)  # a board still being brought up to date
-    pending = effects is None or effects.revision < board.revision or context["behind"] > 0
+    pending = effects is None or effects.revision < board.revision or context["behind"] > 0 or not prepared.flags.current
     return render(request, "board.html", context, mark=mark, title="Leaderboard", pending=pending)
 
 
@@ -198,9 +200,9 @@ def page_links(choice: JudgeChoice, view: View) -> tuple[Callable[[str], str], C
     return row, cell
 
 
-def prepared_boards(store: Store, boards: BoardCache) -> PreparedBoards:
+def prepared_boards(store: Store, boards: BoardCache, flags: FlagCache) -> PreparedBoards:
     """The app's prepared boards (`app.state.pages`, made with the store), linked as this page links."""
-    return PreparedBoards(store, boards, page_links)
+    return PreparedBoards(store, boards, flags, page_links)
 
 
 def get_pages(request: Request) -> PreparedBoards:

@@ -35,6 +35,8 @@ FIGURES = (
                     "far above 50% is a taste for length."),
     ("Human agreement", "verdicts matching the reference humans' votes on the same pairs (ties count)."),
     ("Without ties", "the same among the comparisons where both the judge and the human named a winner."),
+    ("Human α", "Krippendorff's alpha with the reference humans' votes on the same pairs, and its 95% interval: "
+                "1 is full agreement, 0 what the verdicts' frequencies give by chance."),
 )
 
 

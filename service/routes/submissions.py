@@ -1,7 +1,9 @@
 """Submissions: generator outputs sent one at a time or in batches, listed with filters.
 
 A batch is stored all or nothing (the store writes it in one transaction): a conflict on any
-item rejects the whole batch, so a client can fix it and send the same batch again.
+item rejects the whole batch, so a client can fix it and send the same batch again. An output may
+be a conversation (a list of `{role, content}` turns); a question has one reference answer, which
+its submissions may state (a different one is a 422 naming the question).
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
+from leaderboard.conversation import assistant_text, turns_of
 from leaderboard.keys import default_question_id
 from service.api_models import (
     SubmissionIn,
@@ -20,7 +23,7 @@ from service.api_models import (
 )
 from service.auth import require_submit
 from service.config import Settings
-from service.store import NewSubmission, Store
+from service.store import NewSubmission, ReferenceMismatch, Store
 
 from .common import (
     ApiError,
@@ -45,13 +48,17 @@ _BODY = request_body({"anyOf": [_ONE.json_schema(), {"type": "array", "minItems"
 
 def to_new(item: SubmissionIn) -> NewSubmission:
     """A validated request item as the store's input, with the defaults filled in."""
+    question = item.question or ""  # set by SubmissionIn's validation (a conversation's first turn)
+    turns = None if isinstance(item.output, str) else turns_of([turn.model_dump() for turn in item.output])
     return NewSubmission(
-        question_id=item.question_id if item.question_id is not None else default_question_id(item.question),
-        question=item.question,
+        question_id=item.question_id if item.question_id is not None else default_question_id(question),
+        question=question,
         model=item.model,
         scenario=item.scenario,
-        output=item.output,
+        output=item.output if turns is None else assistant_text(turns),
         metadata=item.metadata or {},
+        reference=item.reference,
+        turns=turns,
     )
 
 
@@ -85,7 +92,10 @@ def create_submissions(
 ) -> SubmissionsCreated:
     """Store one submission or a batch; the same content again answers `created: false`."""
     items = parse_submissions(body, settings.max_batch)
-    results = store.add_submissions([to_new(item) for item in items])
+    try:
+        results = store.add_submissions([to_new(item) for item in items])
+    except ReferenceMismatch as exc:  # nothing stored: the batch is one transaction
+        raise ApiError(422, str(exc), details=[{"path": "reference", "message": str(exc)}]) from None
     return SubmissionsCreated(submissions=[SubmissionRef(id=i, created=c) for i, c in results])
 
 

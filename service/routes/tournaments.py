@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 
 from leaderboard.pricing import price_of
 from leaderboard.spec import RunSpec
+from leaderboard.templates import SHOWS_EXTRAS
 from leaderboard.types import Delivery, Mode
 from service import rounds, tournaments
 from service.api_models import (
@@ -81,6 +82,8 @@ def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
         rpm=request.rpm,
         tpm=request.tpm,
         delivery=delivery_of(request, settings),
+        reference_model=request.reference_model,
+        reference_scenario=request.reference_scenario or "default",
         **_round_options(request),
     )
     check_judge(spec)
@@ -181,6 +184,9 @@ def check_criteria(spec: RunSpec) -> None:
     if spec.judge.startswith("offline/") and spec.criteria in CHAT_ONLY_CRITERIA:
         raise _refuse("criteria", f"the offline judge {spec.judge!r} cannot judge {spec.criteria!r}, which "
                                   "needs a chat judge (anthropic/... or openai/...)")
+    if spec.reference_model is not None and spec.criteria not in SHOWS_EXTRAS:
+        raise _refuse("reference_model", f"criteria {spec.criteria!r} shows the judge no reference answer "
+                                         f"(only {', '.join(sorted(SHOWS_EXTRAS))} does)")
 
 
 @router.post(

@@ -10,8 +10,9 @@ Exceptions: `Conflict` (same key, different content: the API answers 409), `NotF
 """
 from __future__ import annotations
 
+from .answers import Answers
 from .api_keys import ADMIN_NAME, WRITER, ApiKeys, Scope, StoredKey
-from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, RetryRefused
+from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, ReferenceMismatch, RetryRefused
 from .catalog import Catalog, OutputLength, TournamentName
 from .batches import (
     BatchCounts,
@@ -45,12 +46,12 @@ from .vote_pairs import VotePair, VotePairs
 from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
-           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
+           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
            "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
            "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 
 class Store(Submissions, Tournaments, Matches, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks):
+            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks, Answers):
     """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
     the pairs put to voters, in SQLite or PostgreSQL."""

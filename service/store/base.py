@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 from sqlalchemy import case, create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from leaderboard.conversation import Turn, from_canonical
 from leaderboard.spec import RunSpec
 from leaderboard.types import OrderPolicy, Submission, Winner
 
@@ -39,6 +40,10 @@ COUNTER_MAX = 2**31 - 1  # the `counters` table's integer column on PostgreSQL
 
 class Conflict(Exception):
     """The same key already holds different content."""
+
+
+class ReferenceMismatch(Exception):
+    """A submission states a reference answer other than the one its question already has."""
 
 
 class NotFound(Exception):
@@ -57,8 +62,10 @@ class NewSubmission:
     question: str
     model: str
     scenario: str
-    output: str
+    output: str  # a conversation's: its assistant turns (`leaderboard.conversation.assistant_text`)
     metadata: dict = field(default_factory=dict)
+    reference: str | None = None
+    turns: tuple[Turn, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,9 @@ class MatchContext:
     b: Submission
     # submission id -> its metadata (the `factsim` criteria set reads a summary's sources there)
     metadata: dict[int, dict] = field(default_factory=dict)
+    # the question's reference answer (`Store.references`: the spec's reference model's output,
+    # else the one its submissions state); None: none
+    reference: str | None = None
 
 
 def _sqlite_engine(url: str) -> Engine:
@@ -128,6 +138,8 @@ def submission_of(row: Any) -> Submission:
         model=row.model,
         scenario=row.scenario,
         output=row.output,
+        reference=row.reference,
+        turns=None if row.turns is None else from_canonical(row.turns),
     )
 
 

@@ -29,15 +29,19 @@ class Matches(Database):
                 raise NotFound(f"no match {match_id}")
             rows = conn.execute(select(sub).where(sub.c.id.in_([row.a_id, row.b_id]))).all()
         subs = {r.id: submission_of(r) for r in rows}
+        spec = RunSpec.from_json(row.spec)
+        question = subs[row.a_id].question_id
+        reference = self.references([question], spec.reference_model, spec.reference_scenario).get(question)
         return MatchContext(
             match_id=row.id,
             tournament_id=row.tournament_id,
             status=row.status,
             attempts=row.attempts,
-            spec=RunSpec.from_json(row.spec),
+            spec=spec,
             a=subs[row.a_id],
             b=subs[row.b_id],
             metadata={r.id: json.loads(r.metadata or "{}") for r in rows},
+            reference=reference,
         )
 
     def start_match(self, match_id: int) -> bool:

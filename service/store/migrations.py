@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select, text, update
+from sqlalchemy import inspect, select, text, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.keys import SCORED_ALONE, judgement_key
@@ -52,6 +52,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_7_to_8(conn)
     if version is not None and version < 9:
         _upgrade_8_to_9(conn)
+    if version is not None and version < 10:
+        _upgrade_9_to_10(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -144,6 +146,16 @@ def _upgrade_8_to_9(conn: Connection) -> None:
                                  ("ix_matches_tournament_seq", "matches", "tournament_id, seq"),
                                  ("ix_matches_tournament_finished", "matches", "tournament_id, status, finished_at")):
         conn.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})"))
+
+
+def _upgrade_9_to_10(conn: Connection) -> None:
+    """Add a submission's reference answer and a conversation's turns; NULL (none) for the rows
+    already there, whose judgement keys therefore stay as they were. (A store whose version was
+    set back keeps the columns it has.)"""
+    present = {c["name"] for c in inspect(conn).get_columns("submissions")}
+    for column in ("reference", "turns"):
+        if column not in present:
+            conn.execute(text(f"ALTER TABLE submissions ADD COLUMN {column} TEXT"))
 
 
 MIGRATION_CHUNK = 2000  # rows read at a time while upgrading: memory stays bounded on a large store

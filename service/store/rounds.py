@@ -76,14 +76,15 @@ class Rounds(Database):
             rows = conn.execute(select(m.c.a_id, m.c.b_id).where(m.c.tournament_id == tournament_id)).all()
         return {(min(a, b), max(a, b)) for a, b in rows}
 
-    def judged_pairs(self, judge: str, criteria: str, template_version: str,
+    def judged_pairs(self, judge: str, criteria: str, template_version: str | Collection[str],
                      orders: Collection[OrderPolicy] = (OrderPolicy.BOTH,)) -> set[SubmissionPair]:
         """Submission pairs (low id first) this judge has a judgement for with this criteria set
-        and prompt version that answers a request of `orders` (`leaderboard.keys.answering_orders`;
-        a judgement whose order does not matter answers any): the judgement's own pair and every
-        resolved match it answered."""
+        and prompt version (or any of several) that answers a request of `orders`
+        (`leaderboard.keys.answering_orders`; a judgement whose order does not matter answers
+        any): the judgement's own pair and every resolved match it answered."""
         j, m = s.judgements, s.matches
-        same = and_(j.c.judge == judge, j.c.criteria == criteria, j.c.template_version == template_version,
+        versions = [template_version] if isinstance(template_version, str) else list(template_version)
+        same = and_(j.c.judge == judge, j.c.criteria == criteria, j.c.template_version.in_(versions),
                     or_(j.c.order_policy.is_(None), j.c.order_policy.in_([o.value for o in orders])))
         with self._read() as conn:
             own = conn.execute(select(j.c.a_id, j.c.b_id).where(same)).all()

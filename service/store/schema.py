@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -45,6 +45,11 @@ submissions = Table(
     # The name of the API key that stored it ("admin": the admin key); NULL: a local command or
     # a store older than keys.
     Column("created_by", String(64)),
+    # The question's reference answer as this submission states it (the question's submissions
+    # agree on it), and a conversation's turns (`leaderboard.conversation.canonical`), whose
+    # assistant turns are then `output`; NULL: none (schema 10).
+    Column("reference", Text),
+    Column("turns", Text),
     UniqueConstraint("question_id", "model", "scenario", name="uq_submission_key"),
 )
 # A player at each level (`leaderboard.players.keys_of`): a model, a scenario, or both (a system).

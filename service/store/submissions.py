@@ -11,12 +11,13 @@ from typing import Any, Sequence
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 
+from leaderboard.conversation import as_dicts, canonical, from_canonical
 from leaderboard.keys import content_hash
 from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 
 from . import schema as s
 from .api_keys import WRITER
-from .base import Conflict, Database, NewSubmission, NotFound, submission_of
+from .base import Conflict, Database, NewSubmission, NotFound, ReferenceMismatch, submission_of
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
@@ -29,7 +30,10 @@ class Submissions(Database):
         """Store new submissions; the same content again is a no-op returning the same id.
 
         Returns (id, created) per item, in order. Raises Conflict, storing nothing, when any
-        item's (question_id, model, scenario) already holds a different question or output.
+        item's (question_id, model, scenario) already holds a different question or output (a
+        conversation's output is all its turns), and ReferenceMismatch when an item states a
+        reference answer other than one its question's submissions (stored, or earlier in the
+        batch) state: a question has one reference; a submission without one takes its question's.
         """
         now = self._clock()
         results: list[tuple[int, bool]] = []
@@ -44,7 +48,9 @@ class Submissions(Database):
                             t.c.scenario == item.scenario,
                         )
                     ).first()
-                    q_hash, o_hash = content_hash(item.question), content_hash(item.output)
+                    self._check_reference(conn, item)
+                    turns = None if item.turns is None else canonical(item.turns)
+                    q_hash, o_hash = content_hash(item.question), content_hash(turns or item.output)
                     if found is not None:
                         if (found.question_hash, found.output_hash) != (q_hash, o_hash):
                             what = "question" if found.question_hash != q_hash else "output"
@@ -64,6 +70,8 @@ class Submissions(Database):
                             output=item.output,
                             output_hash=o_hash,
                             question_hash=q_hash,
+                            reference=item.reference,
+                            turns=turns,
                             metadata=json.dumps(item.metadata, sort_keys=True),
                             created_at=now,
                             created_by=WRITER.get(),
@@ -73,6 +81,42 @@ class Submissions(Database):
         except IntegrityError as exc:  # a concurrent writer took the key first
             raise Conflict(f"a submission with the same key was written concurrently: {exc.orig}") from None
         return results
+
+    def _check_reference(self, conn: Any, item: NewSubmission) -> None:
+        """ReferenceMismatch when `item` states a reference its question's submissions contradict."""
+        if item.reference is None:
+            return
+        t = s.submissions
+        other = conn.execute(
+            select(t.c.id, t.c.reference).where(t.c.question_id == item.question_id, t.c.reference.is_not(None),
+                                                t.c.reference != item.reference).limit(1)
+        ).first()
+        if other is not None:
+            raise ReferenceMismatch(
+                f"question_id {item.question_id!r}: reference differs from the one submission {other.id} "
+                "states (a question has one reference answer; send the same text, or none)"
+            )
+
+    def references(self, question_ids: Sequence[str], model: str | None = None,
+                   scenario: str = "default") -> dict[str, str]:
+        """Question id -> its reference answer, for the questions that have one: the output of
+        `model` (under `scenario`) when given and it answered the question, else the reference
+        its submissions state."""
+        t = s.submissions
+        wanted = sorted(set(question_ids))
+        found: dict[str, str] = {}
+        with self._read() as conn:
+            for start in range(0, len(wanted), CHUNK):
+                chunk = wanted[start:start + CHUNK]
+                stated = select(t.c.question_id, t.c.reference).where(t.c.question_id.in_(chunk),
+                                                                      t.c.reference.is_not(None))
+                found.update((r.question_id, r.reference) for r in conn.execute(stated))
+                if model is not None:
+                    own = select(t.c.question_id, t.c.output).where(
+                        t.c.question_id.in_(chunk), t.c.model == model, t.c.scenario == scenario,
+                        t.c.output_hash != PLACEHOLDER_HASH)
+                    found.update((r.question_id, r.output) for r in conn.execute(own))
+        return found
 
     def list_submissions(
         self,
@@ -149,7 +193,8 @@ def _view(row: Any) -> dict:
         "question": row.question,
         "model": row.model,
         "scenario": row.scenario,
-        "output": row.output,
+        "output": row.output if row.turns is None else as_dicts(from_canonical(row.turns)),
+        "reference": row.reference,
         "metadata": json.loads(row.metadata),
         "created_at": row.created_at,
         "created_by": row.created_by,
