@@ -43,8 +43,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api_models import check_judge_spec
 from service.auth import private_reads
 from service.boards import BoardCache
-from service.flag_cache import FlagCache
 from service.config import Settings
+from service.flag_cache import FlagCache
 from service.judge_health_cache import JudgeHealthCache
 from service.logs import RequestId
 from service.metrics import HttpMetrics, JoustCollector, Metrics, TimedBoards
@@ -67,6 +67,7 @@ from service.routes import (
 )
 from service.routes.common import ApiError, describe_errors
 from service.routes.page import prepared_boards
+from service.routes.winrate import winrate_cache
 from service.store import Conflict, NotFound, Store
 
 log = logging.getLogger(__name__)
@@ -277,6 +278,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.judge_health = JudgeHealthCache(store)
         app.state.flags = FlagCache(store)
         app.state.pages = prepared_boards(store, app.state.boards, app.state.flags)
+        app.state.winrates = winrate_cache()
         # Reading a large store takes seconds: start now rather than on the first request.
         warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
         warm.start()

@@ -81,7 +81,7 @@ def test_imported_battles_have_no_lc_rate(client: TestClient, tmp_path) -> None:
 
     path = tmp_path / "battles.csv"
     path.write_text("model_a,model_b,winner,question_id\na,b,model_a,q1\nb,a,model_b,q2\na,b,tie,q3\nc,b,model_a,q1\n")
-    load_battles(store_of(client), path)
+    load_battles(store_of(client), path, judge="import/j")
     got = board(client, URL, baseline="b")
     rows = {r["player"]: r for r in got["rows"]}
     assert (rows["a"]["n_wins"], rows["a"]["n_wins_base"], rows["a"]["n_draws"], rows["a"]["n_total"]) == (2, 0, 1, 3)
@@ -89,6 +89,12 @@ def test_imported_battles_have_no_lc_rate(client: TestClient, tmp_path) -> None:
     assert rows["a"]["lc_win_rate"] is None and rows["a"]["avg_length"] is None
     assert "3 of 3 verdicts against the baseline lack an output" in rows["a"]["lc_unavailable"]
     assert rows["c"]["n_total"] == 1
+    assert board(client, URL, baseline="b") == got  # kept for the revision
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner,question_id\nc,b,model_b,q9\n")
+    load_battles(store_of(client), more, judge="import/j")
+    again = {r["player"]: r for r in board(client, URL, baseline="b")["rows"]}
+    assert again["c"]["n_total"] == 2 and again["c"]["n_wins_base"] == 1  # a new revision is read again
 
 
 def test_bad_requests_name_the_problem(client: TestClient) -> None:

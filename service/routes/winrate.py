@@ -4,19 +4,22 @@ GET /api/leaderboard/winrate?baseline=<player> answers, for every player with ve
 the baseline on one judge's board (chosen as the other boards choose, `judge_choice`), the plain
 win rate, its standard error and counts (`leaderboard.winrate`), and the length-controlled win
 rate (`leaderboard.length_control`: what the rate would be at the baseline's length). Computed
-from the stored judgements and their two outputs on each request (one read of the scope's rows;
-the fits are a few milliseconds per player).
+from the stored judgements and their two outputs (one read of the scope's rows; the fits are a few
+milliseconds per player), once per revision and kept (`app.state.winrates`): the read is what
+costs, seconds at a million judgements.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field, StringConstraints
 
 from leaderboard.baseline_board import BaselineRow, against_baseline, players_at
 from service.api_models import By
 from service.boards import BoardCache
+from service.revisioned import Lru
 
 from .common import KEY_MAX, NO_NUL, ApiError, TournamentFilter, error_responses
 from .judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
@@ -25,6 +28,21 @@ from .leaderboard import ByLevel, JudgeFilter, finite, get_boards
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
 KNOWN_SHOWN = 20  # how many known players a 404 names
+KEPT = 16  # results kept, by (level, tournament, judge, baseline)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The players with verdicts at a level and every row against one baseline, at `revision`."""
+
+    known: frozenset[str]
+    rows: list[BaselineRow]
+    revision: int
+
+
+def winrate_cache() -> Lru[Compared]:
+    """What an app keeps (`app.state.winrates`)."""
+    return Lru(KEPT)
 
 
 class WinrateRow(BaseModel):
@@ -79,6 +97,7 @@ BaselineParam = Annotated[str, StringConstraints(min_length=1, max_length=KEY_MA
 
 @router.get("/winrate", response_model=WinrateOut)
 def get_winrate(
+    request: Request,
     boards: Annotated[BoardCache, Depends(get_boards)],
     baseline: BaselineParam,
     by: ByLevel = By.MODEL,
@@ -93,16 +112,23 @@ def get_winrate(
     with judge_not_found():
         choice = boards.choose(tournament_id=tournament, judge=judge)
     revision = boards.store.revision()
-    rows = (boards.store.styled_side_rows(tournament_id=tournament, judge=choice.judge)
-            if choice.judge is not None else [])
-    known = players_at(rows, level)
-    if baseline not in known:
-        shown = sorted(known)[:KNOWN_SHOWN]
+    kept: Lru[Compared] = request.app.state.winrates
+    key = (level, tournament, choice.judge, baseline)
+    found = kept.get(key, revision)
+    if found is None:
+        rows = (boards.store.styled_side_rows(tournament_id=tournament, judge=choice.judge)
+                if choice.judge is not None else [])
+        known = players_at(rows, level)
+        found = Compared(frozenset(known), against_baseline(rows, baseline, level) if baseline in known else [],
+                         revision)
+        kept.put(key, found)
+    if baseline not in found.known:
+        shown = sorted(found.known)[:KNOWN_SHOWN]
         raise ApiError(404, f"baseline {baseline!r} is no {level.value} with verdicts on this board"
                             + (f"; players include: {', '.join(shown)}" if shown else "; the board is empty"),
                        players=shown)
     return WinrateOut(
         baseline=baseline, by=level.value, tournament=tournament, revision=revision,
         **judge_fields(choice, "/api/leaderboard/winrate", baseline=baseline, by=level.value, tournament=tournament),
-        rows=[row_out(r) for r in against_baseline(rows, baseline, level)],
+        rows=[row_out(r) for r in found.rows],
     )
