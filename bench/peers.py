@@ -17,25 +17,31 @@ Paths: `fit` the point ratings; `intervals` ratings with closed-form 95% interva
 Fisher; arena-rank: sandwich); `bootstrap` 100 resampling rounds (joust resamples questions,
 the peers battles); `elo` online Elo, k=4, in battle order. A peer's bootstrap that would take
 minutes is measured at 1 and `--peer-rounds` rounds and extrapolated linearly (marked `~`).
-Each timing is the best of `--repeat` runs (this machine is shared; the best is the least
-disturbed), except the long bootstrap and scikit-learn runs, which run once.
+Each timing is the best of `--repeat` runs, or of more while they take under half a second (this
+machine is shared; the best is the least disturbed), except the long bootstrap and scikit-learn
+runs, which run once.
 
 The floor, per size: reading the battles' fields once (a list comprehension per field), counting
 them into pair matrices (one bincount), and one Newton step: no Bradley-Terry fit from Python
-objects can cost less. Output: one line per size, path and library (seconds; for a peer
-`peer/joust`, the speed-up of joust; for joust `joust/floor`), then `slowest_ratio`: the smallest
-peer/joust ratio over every path and size.
+objects can cost less. Output: first the BLAS thread setting it ran under (joust's processes
+run BLAS single-threaded: run it with OPENBLAS_NUM_THREADS=1 to measure what they see) and the
+allocator's (see `settle_malloc`), then one
+line per size, path and library (seconds; for a peer `peer/joust`, the speed-up of joust; for
+joust `joust/floor`), then `slowest_ratio`: the smallest peer/joust ratio over every path and size.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,8 +51,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from leaderboard.fit import _unit_hessian, spd_solve  # noqa: E402
-from leaderboard.ratings import battle_table, bootstrap_intervals, bradley_terry, bradley_terry_intervals, online_elo  # noqa: E402
+from leaderboard.fit import _unit_hessian, fit_log_strengths, spd_solve  # noqa: E402
+from leaderboard.ratings import battle_table, bootstrap_intervals, bradley_terry, bradley_terry_intervals, online_elo, points_matrix  # noqa: E402
 from leaderboard.types import Battle, Winner  # noqa: E402
 
 WINNERS = (Winner.B, Winner.A, Winner.TIE)  # code 0 = b won, 1 = a won, 2 = tie
@@ -61,6 +67,34 @@ def optional(name: str):
         return None
 
 
+def blas_threads() -> str:
+    """Under which BLAS thread setting this run ran: the environment and what the library reports."""
+    env = ", ".join(f"{k}={os.environ.get(k, 'unset')}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"))
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return f"{env}; threadpoolctl not installed: the library's own count not read"
+    pools = ", ".join(f"{p['internal_api']} {p['num_threads']} thread(s)" for p in threadpool_info() if p["user_api"] == "blas")
+    return f"{env}; in use: {pools or 'no BLAS loaded'}"
+
+
+def settle_malloc() -> str:
+    """Fix glibc's allocation thresholds where a long-running process's heap settles.
+
+    glibc starts by serving blocks over 128 kB with fresh mmaps and raises that threshold only
+    as such blocks are freed, so a fresh process pays page faults on every large temporary: in
+    one process the same 100k-battle fit took 5.6 ms of CPU for its first 40 calls and 2.4 ms
+    after other work had raised the threshold. Fixed here (mmap above 64 MB, trim above 256 MB)
+    for joust and the peers alike, which run in this process (arena-rank runs in its own).
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        done = libc.mallopt(-3, 64 << 20) == 1 and libc.mallopt(-1, 256 << 20) == 1  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        done = False
+    return "glibc mmap threshold 64 MB, trim threshold 256 MB" if done else "glibc mallopt unavailable: thresholds as they start"
+
+
 def simulate(rng: np.random.Generator, battles: int, players: int) -> tuple[np.ndarray, ...]:
     truth = 1000.0 + rng.normal(0.0, 200.0, players)
     a = rng.integers(0, players, battles)
@@ -70,13 +104,27 @@ def simulate(rng: np.random.Generator, battles: int, players: int) -> tuple[np.n
     return a, b, code, rng.integers(0, 5000, battles)
 
 
-def best(repeat: int, function: Callable[[], object]) -> tuple[float, object]:
+def best(repeat: int, function: Callable[[], object], *, budget: float = 0.5, most: int = 50) -> tuple[float, object]:
+    """The fastest of at least `repeat` runs, and of more while they fit in `budget` seconds (at
+    most `most`): a path of a few milliseconds gets dozens of tries, as timeit's autorange does,
+    so one unlucky moment on a shared machine, or the first allocations of a run, do not decide
+    it; joust and every peer are timed alike."""
     times, result = [], None
-    for _ in range(repeat):
+    while len(times) < repeat or (sum(times) < budget and len(times) < most):
         start = time.perf_counter()
         result = function()
         times.append(time.perf_counter() - start)
     return min(times), result
+
+
+def cpu_best(repeat: int, function: Callable[[], object], *, budget: float = 0.5, most: int = 50) -> float:
+    """As `best`, in this process's CPU seconds: what a call costs when nothing else runs."""
+    times: list[float] = []
+    while len(times) < repeat or (sum(times) < budget and len(times) < most):
+        start = time.process_time()
+        function()
+        times.append(time.process_time() - start)
+    return min(times)
 
 
 def floor_seconds(battles: list[Battle], a: np.ndarray, b: np.ndarray, code: np.ndarray, n: int) -> float:
@@ -184,7 +232,9 @@ def run_size(args, m: int, n: int, peers: dict, lines: list) -> None:
         if m * args.rounds <= args.full_peer_work:
             record("bootstrap", "evalica", best(1, lambda: evalica_boot(args.rounds))[0], given="lists")
         else:
-            one = best(1, lambda: evalica_boot(1))[0]
+            with warnings.catch_warnings():  # one round: evalica's spread of one sample warns
+                warnings.simplefilter("ignore", RuntimeWarning)
+                one = best(1, lambda: evalica_boot(1))[0]
             some = best(1, lambda: evalica_boot(args.peer_rounds))[0]
             record("bootstrap", "evalica", extrapolated(one, some, args.peer_rounds, args.rounds), "~", given="lists")
         seconds, result = best(args.repeat, lambda: evalica.elo(xs, ys, ws, k=4.0))
@@ -199,6 +249,14 @@ def run_size(args, m: int, n: int, peers: dict, lines: list) -> None:
         seconds, params = best(args.repeat, choix_fit)
         theirs = dict(zip(names, 1000.0 + 400.0 / math.log(10.0) * (params - params.mean())))
         record("fit", "choix", seconds, diff=diff_to(theirs), given="arrays")
+        table = battle_table(inputs["arrays"])
+        points = points_matrix(table)
+        parts = {"table": lambda: battle_table(inputs["arrays"]), "count": lambda: points_matrix(table),
+                 "fit": lambda: fit_log_strengths(points), "choix": choix_fit}
+        cpu = {name: cpu_best(args.repeat, run) * 1e3 for name, run in parts.items()}
+        print(f"{size:>9} # CPU ms, joust's fit from arrays in parts: table {cpu['table']:.2f} + count "
+              f"{cpu['count']:.2f} + fit {cpu['fit']:.2f} = {cpu['table'] + cpu['count'] + cpu['fit']:.2f}; "
+              f"choix (its count included) {cpu['choix']:.2f}", flush=True)
 
     if args.arena_python:
         with tempfile.TemporaryDirectory() as tmp:
@@ -238,9 +296,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--arena-python", default="", help="a Python with arena-rank installed")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fresh-malloc", action="store_true", help="leave glibc's allocation thresholds as a new process has them")
     args = parser.parse_args(argv)
     sk = optional("sklearn.linear_model")
     peers = {"evalica": optional("evalica"), "choix": optional("choix"), "sklearn": sk}
+    print(f"# BLAS threads: {blas_threads()}", flush=True)
+    print(f"# malloc: {settle_malloc() if not args.fresh_malloc else 'thresholds as they start (--fresh-malloc)'}", flush=True)
     if not args.arena_python:
         print("# arena-rank: no --arena-python given: skipped")
     ratios: list[float] = []

@@ -241,6 +241,9 @@ class Client:
         anchors: Iterable[str] | None = None,
         reference_model: str | None = None,
         reference_scenario: str | None = None,
+        judges: Iterable[str] | None = None,
+        aggregation: str | None = None,
+        panel: str | None = None,
         dry_run: bool = False,
     ) -> Tournament | DryRun:
         """Start a tournament (`POST /api/tournaments`) and return it as it stands, or with
@@ -251,7 +254,8 @@ class Client:
         `scenarios`, `questions` narrow the field; `budget` in USD, `rpm`/`tpm` this run's rate
         limits, `delivery` "live" or "batch", `schedule` a five-field cron (UTC) to recur;
         `reference_model` (under `reference_scenario`) the model whose output on each question is
-        the judge's reference answer."""
+        the judge's reference answer; `judges` a judge panel instead of one judge (`aggregation`
+        "majority" or "separate", `panel` its name)."""
         body = {
             "name": name, "mode": mode, "judge": judge, "order": order, "criteria": criteria,
             "models": _as_list(models), "scenarios": _as_list(scenarios), "questions": _as_list(questions),
@@ -259,6 +263,7 @@ class Client:
             "schedule": schedule, "level": level, "round_size": round_size, "max_calls": max_calls,
             "target_ci_width": target_ci_width, "anchors": _as_list(anchors),
             "reference_model": reference_model, "reference_scenario": reference_scenario,
+            "judges": _as_list(judges), "aggregation": aggregation, "panel": panel,
         }
         body = {k: v for k, v in body.items() if v is not None}
         if dry_run:

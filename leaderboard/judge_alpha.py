@@ -46,7 +46,10 @@ MIRROR = (1, 0, 2)  # the same verdicts seen from the pair's other side
 class JudgeAlpha:
     """Krippendorff's alpha between two judges (`judge` < `other` by name) over the `pairs` both
     judged, with its 95% bootstrap interval; None where it is not measurable (no shared pair, or
-    a single verdict value throughout)."""
+    a single verdict value throughout). `agreement`: the share of those pairs on which both name
+    the same verdict (a tie agreeing only with a tie); `agreement_decided`: the same over the
+    pairs where both name a winner; both over the pairs where each gave one verdict, None
+    without any (a panel member with its panel, `panel/<name>`, is one such couple)."""
 
     judge: str
     other: str
@@ -54,6 +57,8 @@ class JudgeAlpha:
     ci_low: float | None
     ci_high: float | None
     pairs: int
+    agreement: float | None = None
+    agreement_decided: float | None = None
 
 
 def measured(value: float) -> float | None:
@@ -165,7 +170,7 @@ class SharedPairs:
             figure = _typed_alpha(*_canonical(kept))
             a, b = sorted((names[j], names[k]))
             out.append(JudgeAlpha(a, b, measured(figure.alpha), measured(figure.low), measured(figure.high),
-                                  figure.units))
+                                  figure.units, *_agreement(kept)))
         return tuple(sorted(out, key=lambda f: (f.judge, f.other)))
 
     def _on(self, touched: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -208,6 +213,18 @@ class SharedPairs:
         for (couple, kind), n in zip(both[starts].tolist(), times.tolist()):
             counted = self._types.setdefault((couple >> BITS, couple & mask), Counter())
             counted[(kind >> (2 * BITS), (kind >> BITS) & mask, kind & mask)] += sign * n
+
+
+def _agreement(kept: list[tuple[Type, int]]) -> tuple[float | None, float | None]:
+    """(agreement, agreement without ties) over the units of one verdict from each judge: a
+    unit type (A, B, TIE counts) agrees when one value has both verdicts."""
+    two = [(t, n) for t, n in kept if sum(t) == 2]
+    return _same(two), _same([(t, n) for t, n in two if t[2] == 0])  # code 2: TIE
+
+
+def _same(units: list[tuple[Type, int]]) -> float | None:
+    total = sum(n for _, n in units)
+    return sum(n for t, n in units if max(t) == 2) / total if total else None
 
 
 def _canonical(kept: list[tuple[Type, int]]) -> tuple[tuple[tuple[float, ...], ...], tuple[int, ...]]:

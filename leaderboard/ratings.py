@@ -39,9 +39,12 @@ from .fit import (  # noqa: F401  (re-exported)
     DEFAULT_RIDGE,
     ConvergenceError,
     Method,
+    Pairs,
     covariance,
     elo_scale,
+    fisher_variances,
     fit_log_strengths,
+    fit_pairs,
     half_widths,
 )
 
@@ -142,20 +145,27 @@ def bradley_terry_intervals(
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    counts = pair_counts(battles)
+    if method == "fisher":  # the points suffice: the other pair sums are the sandwich's
+        players, points = _points(battles)
+    else:
+        counts = pair_counts(battles)
+        players, points = counts.players, counts.points
     initial = None
-    if start is not None and counts.players:
-        initial = np.array([(start.get(p, mean) - mean) / elo_scale(base, scale) for p in counts.players])
+    if start is not None and players:
+        initial = np.array([(start.get(p, mean) - mean) / elo_scale(base, scale) for p in players])
         initial -= initial.mean()
-    theta = fit_log_strengths(counts.points, ridge=ridge, tol=tol, max_iter=max_iter, start=initial)
-    if not counts.players:
+    theta = fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter, start=initial)
+    if not players:
         return {}
-    cov = covariance(counts, theta, ridge=ridge, method=method)
-    half = half_widths(cov, confidence, base, scale)
+    if method == "fisher":
+        spread = fisher_variances(points, theta, ridge=ridge)
+    else:
+        spread = covariance(counts, theta, ridge=ridge, method=method)
+    half = half_widths(spread, confidence, base, scale)
     rating = mean + theta * elo_scale(base, scale)
     return {
         player: (float(r), float(r - h), float(r + h))
-        for player, r, h in zip(counts.players, rating, half)
+        for player, r, h in zip(players, rating, half)
     }
 
 
@@ -177,6 +187,16 @@ def question_points(table: BattleTable) -> tuple[np.ndarray, np.ndarray, np.ndar
     return unique % (n * n), unique // (n * n), np.bincount(inverse, weights=value[keep])
 
 
+def pair_slots(pairs: Pairs, cell: np.ndarray) -> np.ndarray:
+    """Where each ordered cell a·n+b (points a took from b) lands among the pairs' sums: slot k
+    when a is pair k's i (its `won`), k + pairs when a is its j; every cell must belong to a pair."""
+    n = pairs.size
+    index = np.zeros(n * n, dtype=np.intp)
+    index[pairs.i * n + pairs.j] = np.arange(len(pairs.i))
+    index[pairs.j * n + pairs.i] = np.arange(len(pairs.i)) + len(pairs.i)
+    return index[cell]
+
+
 def bootstrap_intervals(
     battles: Sequence[BattleLike] | BattleTable,
     rng: np.random.Generator,
@@ -196,7 +216,8 @@ def bootstrap_intervals(
     difficulty and quirks, so resampling them one by one would understate the spread. A
     resample is a multinomial count per question applied as weights to the per-question pair
     points, so a round is one bincount over (question, pair) cells and one warm-started fit.
-    A player absent from a resample is left out of that round.
+    A player absent from a resample is left out of that round. The resample is summed straight
+    into the full data's `Pairs` (`pair_slots`), and each round's Newton starts from the full fit.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -207,19 +228,31 @@ def bootstrap_intervals(
     if n == 0:
         return {}
     cell, group, value = question_points(table)
-    full = fit_log_strengths(points_matrix(table), ridge=ridge, tol=tol, max_iter=max_iter)
-    count = table.groups
+    points = points_matrix(table)
+    pairs = Pairs.of(points)
+    full = fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter)
+    slot = pair_slots(pairs, cell)
+    count, edges = table.groups, len(pairs.i)
     draws = rng.multinomial(count, np.full(count, 1.0 / count), size=rounds)
     samples = np.full((rounds, n), np.nan)
     for r in range(rounds):
-        points = np.bincount(cell, weights=value * draws[r, group], minlength=n * n).reshape(n, n)
-        present = (points + points.T).sum(axis=1) > 0
-        start = full[present] - full[present].mean()
-        theta = fit_log_strengths(
-            points[np.ix_(present, present)], ridge=ridge, tol=tol, max_iter=max_iter, start=start
-        )
+        sums = np.bincount(slot, weights=value * draws[r, group], minlength=2 * edges)
+        games = sums[:edges] + sums[edges:]
+        present = (np.bincount(pairs.i, games, n) + np.bincount(pairs.j, games, n)) > 0
+        if present.all() and ridge > 0:  # the usual round: the full data's pairs, refilled
+            theta = fit_pairs(Pairs(n, pairs.i, pairs.j, games, sums[:edges]),
+                              ridge=ridge, tol=tol, max_iter=max_iter, start=full)
+        else:  # a player drew no battle (fit the others alone), or ridge=0 (check Ford's condition)
+            points = np.bincount(cell, weights=value * draws[r, group], minlength=n * n).reshape(n, n)
+            start = full[present] - full[present].mean()
+            theta = fit_log_strengths(
+                points[np.ix_(present, present)], ridge=ridge, tol=tol, max_iter=max_iter, start=start
+            )
         samples[r, present] = mean + theta * elo_scale(base, scale)
     alpha = (1.0 - confidence) / 2.0
+    if not np.isnan(samples).any():  # every player in every round: all quantiles at once
+        low, high = np.quantile(samples, [alpha, 1.0 - alpha], axis=0)
+        return {player: (float(lo), float(hi)) for player, lo, hi in zip(table.players, low, high)}
     result: dict[str, tuple[float, float]] = {}
     for j, player in enumerate(table.players):
         column = samples[:, j][~np.isnan(samples[:, j])]

@@ -21,6 +21,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from .panel import Aggregation, Panel, panel_of
 from .types import Delivery, Level, Mode, OrderPolicy
 
 ROUND_SIZE = 20
@@ -32,6 +33,7 @@ _BASE = ("mode", "judge", "order", "criteria", "models", "scenarios", "questions
 _MODE_KEYS = {Mode.ADAPTIVE: ("level", "round_size", "max_calls", "target_ci_width"),
               Mode.ANCHORED: ("level", "anchors", "anchor_ratings")}
 _IMPORT_KEYS = ("mode", "source", "judge", "criteria", "layer")
+_PANEL_KEYS = ("judges", "aggregation", "panel")  # only for a panel's run
 
 
 class SpecError(ValueError):
@@ -47,10 +49,13 @@ class RunSpec:
     `round_size`, `max_calls`, `target_ci_width`; anchored: `level`, `anchors` and the ratings
     they are held at (`anchor_ratings`, taken when the run is created). `rerun`: a scheduled
     re-run, which spends only on new submissions and unsettled pairs. `source` and `layer`: an
-    import's file and, for a pair repeated in it, the child tournament holding the repeat.
+    import's file and, for a pair repeated in it, the child tournament holding the repeat (for a
+    `separate` panel: the run copying its k-th member's verdicts).
     `reference_model` (under `reference_scenario`): the model whose output on each question is
     the judge's reference answer; its own submissions (under that scenario) are left out of the
-    field.
+    field. `judges`, `aggregation`, `panel`: a judge panel's run (`leaderboard.panel`): its
+    members, how their verdicts combine and its name; `judge` is then `panel/<name>`, and each
+    member judges the pairs in a run of its own (`for_member`).
     """
 
     judge: str
@@ -77,12 +82,17 @@ class RunSpec:
     layer: int | None = None
     reference_model: str | None = None
     reference_scenario: str = "default"
+    judges: tuple[str, ...] | None = None
+    aggregation: Aggregation | None = None
+    panel: str | None = None
 
     def __post_init__(self) -> None:
         """Enums from their values and lists as tuples, so code may pass either."""
         for name, kind in (("mode", Mode), ("order", OrderPolicy), ("delivery", Delivery), ("level", Level)):
             object.__setattr__(self, name, kind(getattr(self, name)))
-        for name in ("models", "scenarios", "questions", "anchors"):
+        if self.aggregation is not None:
+            object.__setattr__(self, "aggregation", Aggregation(self.aggregation))
+        for name in ("models", "scenarios", "questions", "anchors", "judges"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
@@ -98,6 +108,17 @@ class RunSpec:
     @property
     def anchored(self) -> bool:
         return self.mode is Mode.ANCHORED
+
+    @property
+    def jury(self) -> Panel | None:
+        """The judge panel this run is the panel verdicts of (None: a run of one judge)."""
+        if self.judges is None:
+            return None
+        return panel_of(self.judges, self.aggregation or Aggregation.MAJORITY, self.panel)
+
+    def for_member(self, member: str) -> RunSpec:
+        """The spec of a panel member's own run: this one, judged by `member` alone."""
+        return self.with_(judge=member, judges=None, aggregation=None, panel=None)
 
     @property
     def batch(self) -> bool:
@@ -131,6 +152,8 @@ class RunSpec:
                 names.append("rerun")
             if self.reference_model is not None:  # only when set: older specs read as before
                 names += ["reference_model", "reference_scenario"]
+            if self.judges is not None:
+                names += list(_PANEL_KEYS) + (["layer"] if self.layer is not None else [])
         return {name: _plain(getattr(self, name)) for name in names}
 
     def to_json(self) -> str:
@@ -256,6 +279,9 @@ _READERS: dict[str, Any] = {
     "layer": _optional(_integer),
     "reference_model": _optional(_text),
     "reference_scenario": _text,
+    "judges": _optional(_names),
+    "aggregation": _optional(_enum(Aggregation)),
+    "panel": _optional(_text),
 }
 # Fields with a default that older rows (and unset options) may store as null.
 _DEFAULT_WHEN_NULL = frozenset({"delivery", "level", "round_size"})

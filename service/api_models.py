@@ -30,6 +30,7 @@ from pydantic import (
 
 from leaderboard.conversation import TurnsError, first_question, turns_of
 from leaderboard.dimensions import DIMENSIONS
+from leaderboard.panel import panel_of
 from leaderboard.types import Level
 from service.cron import HORIZON_S, next_due_within
 from service.cron import is_valid as is_valid_cron
@@ -290,6 +291,28 @@ class TournamentIn(BaseModel):
     # reference_scenario, default "default"); its own submissions are not judged.
     reference_model: Key | None = None
     reference_scenario: Key | None = None
+    # A judge panel instead of one judge (leaderboard.panel): its members, "majority" (default)
+    # or "separate", and its name (default: the sorted members joined by "+"); the panel's
+    # verdicts are filed under the judge "panel/<name>".
+    judges: list[JudgeSpec] | None = None
+    aggregation: StrictStr | None = None
+    panel: Annotated[StrictStr, Field(max_length=KEY_MAX)] | None = None
+
+    @model_validator(mode="after")
+    def _panel_options(self) -> TournamentIn:
+        if self.judges is None:
+            extra = [name for name in ("aggregation", "panel") if getattr(self, name) is not None]
+            if extra:
+                raise ValueError(f"{' and '.join(extra)}: only with judges (a panel)")
+            return self
+        if self.judge is not None:
+            raise ValueError("judge and judges: name one judge or a panel of judges, not both")
+        panel_of(self.judges, self.aggregation or "majority", self.panel)  # a PanelError names the problem
+        if self.mode in ("adaptive", "anchored"):
+            raise ValueError(f"judges: a panel runs modes 'round_robin' and 'sampled', not {self.mode!r}")
+        if self.delivery == "batch":
+            raise ValueError("judges: a panel's runs are judged live; delivery 'batch' is not supported")
+        return self
 
     @model_validator(mode="after")
     def _reference_options(self) -> TournamentIn:

@@ -132,7 +132,8 @@ def cmd_create(client: Client, args: argparse.Namespace) -> int:
         seed=args.seed, budget=args.budget, rpm=args.rpm, tpm=args.tpm, delivery=args.delivery,
         schedule=args.schedule, level=args.level, round_size=args.round_size, max_calls=args.max_calls,
         target_ci_width=args.target_ci_width, anchors=args.anchor, reference_model=args.reference_model,
-        reference_scenario=args.reference_scenario, dry_run=args.dry_run)
+        reference_scenario=args.reference_scenario, judges=args.judges, aggregation=args.aggregation,
+        panel=args.panel, dry_run=args.dry_run)
     if isinstance(made, DryRun):
         print(_json(_plain(made)))
         return 0
@@ -306,6 +307,10 @@ def _create_parser(actions: SubParsers, common: argparse.ArgumentParser) -> None
     create.add_argument("--reference-model", default=None,
                         help="the model whose output on each question is the judge's reference answer")
     create.add_argument("--reference-scenario", default=None, help="its scenario (default: default)")
+    create.add_argument("--judges", action="append", default=None, metavar="SPEC",
+                        help="a judge panel's member (repeat for each; instead of --judge)")
+    create.add_argument("--aggregation", default=None, help="a panel's: majority (default) or separate")
+    create.add_argument("--panel", default=None, metavar="NAME", help="a panel's name (default: its members)")
     _follow_options(create, flag=True)
     create.set_defaults(func=_run(cmd_create))
 

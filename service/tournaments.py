@@ -5,6 +5,15 @@ exactly like the first run, against the submissions present at that moment. `dry
 the same way and says what judging would take, creating nothing. Neither pairs a placeholder (an
 imported battle's submission, which has no output to show a judge); a dry run says how many it
 left out.
+
+A judge panel's run (`spec.judges`, `leaderboard.panel`) is launched as one run per member (an
+ordinary run of that judge, listed as a run of the panel's: `parent_id`), each judging every
+pair under its own judgement key, and the panel's own run whose matches, one per pair with
+aggregation `majority`, make the panel's verdicts of the members' (`workers.panel`; no call).
+With `separate` the panel's run makes no verdict of its own: its matches, and those of one more
+run per further member (`spec.layer` k: a run holds a pair once), are each resolved with a free
+copy of the first (k-th) member's verdict filed under the panel, so the panel's board pools the
+members' verdicts, each one battle.
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ from redis.exceptions import RedisError
 
 from leaderboard import callplan, pairing
 from leaderboard.factsim import summary_sources
+from leaderboard.panel import Aggregation
 from leaderboard.pricing import Price, cost_usd, price_of
 from leaderboard.rubric import RULES_VERSION
 from leaderboard.shown import pair_keys
@@ -83,6 +93,8 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
     the prompt's own, and its reply as `callplan` says. The reminder re-ask, retries and
     failing matches are not counted.
     """
+    if spec.judges is not None:
+        return _panel_dry_run(store, spec, prices)
     subs = rounds.field_of(store, spec)
     pairs = plan(store, spec)
     by_id = {sub.id: sub for sub in subs}
@@ -106,6 +118,22 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
         priced=price_of(judge, prices) is not None,
         placeholders_skipped=store.count_placeholders(models=spec.models, scenarios=spec.scenarios,
                                                       questions=spec.questions),
+    )
+
+
+def _panel_dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
+    """A panel's dry run: its members' added up (the panel's own verdicts cost nothing);
+    `matches` and `cached` count member matches."""
+    members = [dry_run(store, spec.for_member(m), prices) for m in spec.judges or ()]
+    costs = [m.estimated_cost_usd for m in members]
+    return DryRun(
+        matches=sum(m.matches for m in members),
+        calls=sum(m.calls for m in members),
+        cached=sum(m.cached for m in members),
+        estimated_cost_usd=None if None in costs else round(sum(c or 0.0 for c in costs), 6),
+        judge=spec.judge,
+        priced=all(m.priced for m in members),
+        placeholders_skipped=members[0].placeholders_skipped if members else 0,
     )
 
 
@@ -158,6 +186,9 @@ def launch(
 ) -> Launched:
     """Create a run and enqueue its matches (an adaptive run: its first round, or none and
     done at once with its `stopped_reason`); a batch run's matches wait for the batch driver."""
+    if spec.judges is not None:
+        return _launch_panel(store, queue, name, spec, schedule=schedule, next_run_at=next_run_at,
+                             parent_id=parent_id)
     step = rounds.first_round(store, spec) if spec.adaptive else rounds.Step(plan(store, spec), None)
     pairs = step.pairs
     tid = store.create_tournament(
@@ -167,6 +198,25 @@ def launch(
     if spec.batch:  # its matches are never enqueued as jobs: they stay pending for the batch driver
         return Launched(id=tid, matches_total=len(pairs), queued=wake_driver(queue))
     return Launched(id=tid, matches_total=len(pairs), queued=hand_out(store, queue, store.pending_matches(tid)))
+
+
+def _launch_panel(store: Store, queue: JobQueue, name: str, spec: RunSpec, *, schedule: str | None,
+                  next_run_at: float | None, parent_id: int | None) -> Launched:
+    """A panel's run and one run per member (module docstring): members' matches are handed
+    out first, so the panel's usually find their verdicts made."""
+    jury = spec.jury
+    assert jury is not None
+    pairs = plan(store, spec)
+    tid = store.create_tournament(name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id)
+    runs = [store.create_tournament(f"{name} [{member}]", spec.for_member(member), pairs, parent_id=tid)
+            for member in jury.members]
+    if jury.aggregation is Aggregation.SEPARATE:  # a run holds a pair once: one copy run per further member
+        runs += [store.create_tournament(f"{name} [copies of {member}]", spec.with_(layer=k), pairs, parent_id=tid)
+                 for k, member in enumerate(jury.members) if k > 0]
+    queued = True
+    for run in [*runs, tid]:
+        queued = hand_out(store, queue, store.pending_matches(run)) and queued
+    return Launched(id=tid, matches_total=len(pairs), queued=queued)
 
 
 def wake_driver(queue: JobQueue) -> bool:

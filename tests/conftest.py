@@ -29,12 +29,15 @@ from tests.worker_fixtures import *  # noqa: F401,F403  (fake, env_vars, worker_
 # providers' keys and URLs, the database and Redis. CI is kept (the hook reads it).
 SHELL_PREFIXES = ("JOUST_", "ANTHROPIC_", "OPENAI_")
 SHELL_NAMES = ("DATABASE_URL", "REDIS_URL")
+# Kept although under JOUST_: not a joust setting but where an optional reference lives for the
+# tests (tests/test_style_arena.py: a Python with arena-rank, which cannot sit beside joust's).
+SHELL_KEPT = ("JOUST_ARENA_PYTHON",)
 _CLEARED = pytest.StashKey[list]()
 
 
 def shell_settings(environ: dict[str, str] | os._Environ[str]) -> list[str]:
     """The names in `environ` that `_no_shell_settings` clears."""
-    return sorted(n for n in environ if n.startswith(SHELL_PREFIXES) or n in SHELL_NAMES)
+    return sorted(n for n in environ if (n.startswith(SHELL_PREFIXES) or n in SHELL_NAMES) and n not in SHELL_KEPT)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -104,12 +104,14 @@ def test_judge_health_of_judges_run_by_the_worker(client: TestClient, settings: 
         "longer_wins_rate": 1.0,
         "human_agreement": 1.0, "human_pairs": 1, "human_votes": 1,  # good beat mid, as the panel said
         "human_agreement_decided": 1.0, "human_decided_pairs": 1, "human_decided_votes": 1,
+        "human_alpha": 1.0, "human_alpha_low": 1.0, "human_alpha_high": 1.0, "human_alpha_pairs": 1,
     }
     assert health[BROKEN] == {
         "judge": BROKEN, "calls": 0, "judgements": 0, "consistency": None, "first_position_win_rate": None,
         "tie_rate": None, "parse_failure_rate": 1.0, "longer_wins_rate": None, "human_agreement": None,
         "human_pairs": 0, "human_votes": 0, "human_agreement_decided": None, "human_decided_pairs": 0,
         "human_decided_votes": 0,
+        "human_alpha": None, "human_alpha_low": None, "human_alpha_high": None, "human_alpha_pairs": 0,
     }
     panel = health["human/panel"]
     assert (panel["calls"], panel["first_position_win_rate"], panel["human_agreement"]) == (1, 0.0, None)
@@ -124,6 +126,7 @@ NO_VOTERS = {"rate": None, "pairs": 0, "votes": 0, "decided": None, "decided_pai
 
 
 def test_no_judgements_no_judges(client: TestClient) -> None:
-    assert client.get("/api/judges").json() == {"judges": [], "humans": [], "voter_agreement": NO_VOTERS}
+    assert client.get("/api/judges").json() == {"judges": [], "humans": [], "voter_agreement": NO_VOTERS,
+                                                "judge_agreement": []}
     response = client.get("/api/judges", params={"humans": "human/anyone"})
     assert response.status_code == 404 and "no human votes are stored" in response.json()["error"]

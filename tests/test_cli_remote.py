@@ -179,6 +179,13 @@ def test_create_reaches_every_option_of_the_api(submitted: str, capsys: pytest.C
         "mode": "adaptive", "level": "model", "round_size": 2, "max_calls": 8, "target_ci_width": 50.0}
     assert api(url, f"/api/tournaments/{json.loads(out)['id']}")["schedule"] == "0 3 * * *"
 
+    code, out, err = run(capsys, "tournament", "create", "--judges", JUDGE, "--judges", "offline/rubric",
+                         "--aggregation", "separate", "--panel", "duo")
+    assert code == 0, err
+    spec = api(url, f"/api/tournaments/{json.loads(out)['id']}")["spec"]
+    assert {k: spec[k] for k in ("judge", "judges", "aggregation", "panel")} == {
+        "judge": "panel/duo", "judges": sorted([JUDGE, "offline/rubric"]), "aggregation": "separate", "panel": "duo"}
+
 
 def test_a_refused_request_exits_2_with_the_apis_message(submitted: str, capsys: pytest.CaptureFixture[str]) -> None:
     answer = httpx.post(submitted + "api/tournaments", json={"mode": "anchored", "anchors": ["good", "bad"]},
@@ -289,7 +296,8 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
         assert list(frame["wins"]) == [row["wins"] for row in rows]
     body = api(url, "/api/leaderboard", ties="davidson")
     code, out, err = run(capsys, "board", "--ties", "davidson", "--format", "json")
-    assert code == 0 and json.loads(out) == [{c: row[c] for c in columns} for row in body["rows"]]
+    assert code == 0 and json.loads(out) == [{**{c: row[c] for c in columns},
+                                              "flags": ",".join(f["kind"] for f in row["flags"])} for row in body["rows"]]
     nu = body["tie_parameter"]
     assert f"tie parameter nu {nu['nu']:.3f} [{nu['ci_low']:.3f}, {nu['ci_high']:.3f}] (component 1)" in err
     code, out, err = run(capsys, "board", "--ties", "fancy")  # the API's 422, its words

@@ -158,6 +158,10 @@ async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
     logcontext.TOURNAMENT_ID.set(ctx.tournament_id)
     if ctx.status not in ACTIVE:
         return MatchOutcome.SKIPPED
+    if ctx.spec.judges is not None:  # a panel's match asks no judge: its members' verdicts make its own
+        from .panel import resolve_panel
+
+        return await resolve_panel(deps, ctx)
     keyed = key_of(ctx)
     if await resolve_from_store(deps, ctx, keyed.answering):
         return MatchOutcome.CACHED

@@ -54,6 +54,25 @@ def request_body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
+def inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema with its `$defs` written in where they are referred to: pydantic's
+    `#/$defs/...` references mean nothing once the schema sits inside the OpenAPI document, and a
+    fuzzer (or a client generator) cannot follow them. For models that do not refer to themselves."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(schema)
+
+
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for error statuses, each answered `{"error": ...}`."""
     return {code: {"model": ErrorOut} for code in codes}

@@ -32,6 +32,7 @@ from .common import (
     get_settings,
     get_store,
     id_path,
+    inlined,
     json_body,
     request_body,
     validate,
@@ -43,7 +44,8 @@ router = APIRouter(prefix="/api/submissions", tags=["submissions"], responses=er
 _ONE = TypeAdapter(SubmissionIn)
 _MANY = TypeAdapter(list[SubmissionIn])
 # The body the route reads itself (see routes.common): one submission or a non-empty array.
-_BODY = request_body({"anyOf": [_ONE.json_schema(), {"type": "array", "minItems": 1, "items": _ONE.json_schema()}]})
+_BODY = request_body({"anyOf": [inlined(_ONE.json_schema()),
+                                 {"type": "array", "minItems": 1, "items": inlined(_ONE.json_schema())}]})
 
 
 def to_new(item: SubmissionIn) -> NewSubmission:

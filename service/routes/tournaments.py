@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
 
+from leaderboard.panel import panel_of
 from leaderboard.pricing import price_of
 from leaderboard.spec import RunSpec
 from leaderboard.templates import SHOWS_EXTRAS
@@ -68,9 +69,11 @@ def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
     seed = request.seed
     if request.mode == Mode.SAMPLED.value and seed is None:
         seed = secrets.randbelow(2**31)
+    panel = None if request.judges is None else panel_of(request.judges, request.aggregation or "majority",
+                                                           request.panel)
     spec = RunSpec(
         mode=Mode(request.mode),
-        judge=request.judge or settings.judge,
+        judge=(request.judge or settings.judge) if panel is None else panel.judge,
         order=request.order,
         criteria=request.criteria,
         models=request.models,
@@ -84,19 +87,29 @@ def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
         delivery=delivery_of(request, settings),
         reference_model=request.reference_model,
         reference_scenario=request.reference_scenario or "default",
+        judges=None if panel is None else panel.members,
+        aggregation=None if panel is None else panel.aggregation,
+        panel=None if panel is None else panel.name,
         **_round_options(request),
     )
-    check_judge(spec)
-    check_credentials(spec, settings)
+    for one in members_of(spec):
+        check_judge(one)
+        check_credentials(one, settings)
     return spec
+
+
+def members_of(spec: RunSpec) -> list[RunSpec]:
+    """The specs each judge of the run judges with: the run's own, or each panel member's."""
+    return [spec] if spec.judges is None else [spec.for_member(member) for member in spec.judges]
 
 
 def check_spec(spec: RunSpec, settings: Settings, store: Store) -> RunSpec:
     """Every check of a built spec (budget, criteria, delivery, anchors): 422 for the first that
     fails; the spec to store (an anchored one with its anchors' ratings)."""
-    check_budget(spec, settings)
-    check_criteria(spec)
-    check_delivery(spec)
+    for one in members_of(spec):
+        check_budget(one, settings)
+        check_criteria(one)
+        check_delivery(one)
     return with_anchor_ratings(spec, store)
 
 
@@ -135,6 +148,8 @@ def delivery_of(request: TournamentIn, settings: Settings) -> str:
     the price, for exactly the non-urgent work a nightly run is), else live."""
     if request.delivery is not None:
         return request.delivery
+    if request.judges is not None:
+        return Delivery.LIVE.value  # a panel's runs are judged live
     judge = request.judge or settings.judge
     return Delivery.BATCH.value if request.schedule and judge.startswith("anthropic/") else Delivery.LIVE.value
 

@@ -36,6 +36,7 @@ from .judgement_lists import JudgementLists, JudgementQuery, JudgementSummary, R
 from .judgements import Judgements
 from .marks import Marks, PageMark
 from .matches import Matches
+from .panels import Panels
 from .rounds import Rounds
 from .runs import RunList, RunRow, Runs
 from .scores import Scores
@@ -51,7 +52,7 @@ __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "B
            "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 
-class Store(Submissions, Tournaments, Matches, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,
+class Store(Submissions, Tournaments, Matches, Panels, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,
             Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks, Answers):
     """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
     the pairs put to voters, in SQLite or PostgreSQL."""
