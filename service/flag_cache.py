@@ -9,9 +9,11 @@ revision, in milliseconds. A player with only an import's placeholders (battles 
 has no text and no length: it is never flagged.
 
 The text pass costs about a second per level at 100 players x 500 questions (`bench/flags.py`).
-`GET /api/leaderboard` waits for it when the submissions moved; the page (`soon=True`) serves the
-last pass at once while the new one runs in the background (`service.refreshes`), and says so by
-`BoardFlags.current` (the page is then rendered pending, so the live script fetches it again).
+The page (`soon=True`) serves the last pass at once while the new one runs in the background
+(`service.refreshes`), and says so by `BoardFlags.current` (the page is then rendered pending, so
+the live script fetches it again); `GET /api/leaderboard` waits up to `API_WAIT_S` for it, then
+answers with the last pass and `flags_current: false`: a board is never held seconds behind a
+text pass that only annotates it.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from service.store import OutputLength, Store
 FLAG_SEED = 0  # the same submissions always give the same sample, so the same flags
 KEPT = 32  # boards' flags kept (by level, judge, tournament, dimension)
 WAIT_S = 1.0  # how long a page waits for the first text pass before showing the board without it
+API_WAIT_S = 2.0  # how long GET /api/leaderboard waits for a new text pass before answering with the last
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,8 @@ class FlagCache:
         self._boards: Lru[BoardFlags] = Lru(KEPT)
         self._refreshes = Refreshes("flags")
 
-    def of(self, board: Board, key: Hashable, *, soon: bool = False) -> BoardFlags:
+    def of(self, board: Board, key: Hashable, *, soon: bool = False, wait_s: float = WAIT_S,
+           stale_ok: bool = True) -> BoardFlags:
         """The flags of `board`'s players (`key`: what else names the board, such as its judge and
         tournament), computed once per board revision and submission mark. `soon` (the pages):
         the text flags of the last pass at once while a newer one runs in the background (none
@@ -89,7 +93,7 @@ class FlagCache:
             mark = self.store.submission_mark()
             kept = self._refreshes.soon(board.level, lambda: self._kept(board.level),
                                         lambda texts: texts.mark >= mark,
-                                        lambda: self._text_flags(board.level), WAIT_S)
+                                        lambda: self._text_flags(board.level), wait_s, stale_ok=stale_ok)
             texts = kept if kept is not None else _Texts(-1, {}, {})
             current = texts.mark >= mark
         else:

@@ -207,12 +207,14 @@ def _launch_panel(store: Store, queue: JobQueue, name: str, spec: RunSpec, *, sc
     jury = spec.jury
     assert jury is not None
     pairs = plan(store, spec)
-    tid = store.create_tournament(name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id)
-    runs = [store.create_tournament(f"{name} [{member}]", spec.for_member(member), pairs, parent_id=tid)
-            for member in jury.members]
+    members = [(f"{name} [{member}]", spec.for_member(member)) for member in jury.members]
     if jury.aggregation is Aggregation.SEPARATE:  # a run holds a pair once: one copy run per further member
-        runs += [store.create_tournament(f"{name} [copies of {member}]", spec.with_(layer=k), pairs, parent_id=tid)
-                 for k, member in enumerate(jury.members) if k > 0]
+        members += [(f"{name} [copies of {member}]", spec.with_(layer=k))
+                    for k, member in enumerate(jury.members) if k > 0]
+    # One transaction: a crash never leaves a panel with some of its members.
+    tid = store.create_tournament(name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id,
+                                  runs=members)
+    runs = store.get_tournament(tid)["runs"]  # the members' runs, in the order made
     queued = True
     for run in [*runs, tid]:
         queued = hand_out(store, queue, store.pending_matches(run)) and queued

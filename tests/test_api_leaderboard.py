@@ -234,7 +234,7 @@ def test_empty_board(client: TestClient) -> None:
         "by": "model", "tournament": None, **nobody, "rows": [], "judgements": 0, "revision": 0,
         "dimension": None, "components": 0, "intervals": "closed", "bootstrap_rounds": None, "bootstrap_seed": None,
         "control": "none", "control_note": None, "coefficients": None,
-        "ties": "half", "ties_note": None, "tie_parameter": None, "tie_parameters": None,
+        "ties": "half", "ties_note": None, "tie_parameter": None, "tie_parameters": None, "flags_current": True,
     }
     assert board(client, intervals="bootstrap")["rows"] == []
     assert board(client, "/api/leaderboard/effects") == {

@@ -210,3 +210,18 @@ def test_a_member_without_a_verdict_fails_the_panels_match_naming_it(
     assert (view["matches_done"], view["matches_failed"]) == (0, 3)
     [group] = client.app.state.store.tournament_failures(view["id"]).groups  # type: ignore[attr-defined]
     assert group.matches == 3 and f"no verdict from {CONTRA}" in group.error
+
+
+def test_cancelling_a_panel_cancels_its_members_runs(client: TestClient) -> None:
+    """A panel's run and its members' runs are made in one transaction, and cancelled together:
+    no member keeps paying for a panel its owner stopped."""
+    made = client.post("/api/tournaments", json={"name": "jury", "judges": [ONE, TWO, CONTRA]}, headers=AUTH)
+    assert made.status_code in (201, 202), made.text
+    tid = made.json()["id"]
+    runs = client.get(f"/api/tournaments/{tid}", headers=AUTH).json()["runs"]
+    assert len(runs) == 3
+    cancelled = client.post(f"/api/tournaments/{tid}/cancel", headers=AUTH)
+    assert cancelled.status_code == 200, cancelled.text
+    for run in [tid, *runs]:
+        view = client.get(f"/api/tournaments/{run}", headers=AUTH).json()
+        assert view["status"] == "cancelled" and view["matches_cancelled"] == view["matches_total"] == 3, view

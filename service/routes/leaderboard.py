@@ -33,7 +33,7 @@ from service.boards import (
     BoardCache,
     EffectsAt,
 )
-from service.flag_cache import BoardFlags, FlagCache
+from service.flag_cache import API_WAIT_S, BoardFlags, FlagCache
 from service.rounds import anchored_board
 from service.store import Store
 
@@ -163,6 +163,7 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     ties_note: str | None = None  # why a requested tie model was not applied
     tie_parameter: TieParameterOut | None = None  # component 1's
     tie_parameters: list[TieParameterOut] | None = None  # every component's
+    flags_current: bool = True  # false: the rows' gaming flags predate the newest submissions (being redone)
 
 
 class EffectRow(BaseModel):
@@ -282,7 +283,7 @@ def get_leaderboard(
     level, name = by.level, (dimension.value if dimension is not None else None)
     with judge_not_found():
         choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name)
-    flags = flag_cache.of(board, (tournament, choice.judge, name))
+    flags = flag_cache.of(board, (tournament, choice.judge, name), soon=True, wait_s=API_WAIT_S, stale_ok=False)
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
     anchored = spec is not None and spec.anchored and name is None and level is spec.level
     rounds = seed = None
@@ -327,6 +328,7 @@ def get_leaderboard(
         tournament=tournament,
         **judge_fields(choice, "/api/leaderboard", by=level.value, tournament=tournament, dimension=name),
         rows=[row_out(r, i, flags) for i, r in enumerate(board.rows, start=1)],
+        flags_current=flags.current,
         judgements=board.judgements,
         revision=board.revision,
         dimension=name,

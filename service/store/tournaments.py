@@ -38,39 +38,52 @@ class Tournaments(Database):
         parent_id: int | None = None,
         rounds: int = 0,
         stopped_reason: str | None = None,
+        runs: Sequence[tuple[str, RunSpec]] = (),
     ) -> int:
         """Create a tournament and its pending matches in one transaction (`rounds`: adaptive
-        rounds planned; `stopped_reason`: why a run with no pairs stopped at once)."""
+        rounds planned; `stopped_reason`: why a run with no pairs stopped at once). `runs`: runs
+        of it made in the same transaction, each (name, spec) over the same pairs (a judge
+        panel's members): a crash never leaves a panel with some of its members."""
         now = self._clock()
         with self._write() as conn:
-            tid = int(
-                conn.execute(
-                    s.tournaments.insert().values(
-                        name=name,
-                        spec=spec.to_json(),
-                        status="queued" if pairs else "done",
-                        created_at=now,
-                        finished_at=None if pairs else now,
-                        schedule=schedule,
-                        next_run_at=next_run_at,
-                        parent_id=parent_id,
-                        rounds=rounds,
-                        stopped_reason=None if pairs else stopped_reason,
-                        delivery=spec.delivery.value,
-                        mode=spec.mode.value,
-                        created_by=WRITER.get() if parent_id is None else _created_by(conn, parent_id),
-                    )
-                ).inserted_primary_key[0]
-            )
-            if pairs:
-                conn.execute(
-                    s.matches.insert(),
-                    [
-                        {"tournament_id": tid, "a_id": p.a, "b_id": p.b, "status": "pending", "attempts": 0,
-                         "enqueued_at": now}
-                        for p in pairs
-                    ],
+            tid = self._insert_tournament(conn, name, spec, pairs, now, schedule=schedule, next_run_at=next_run_at,
+                                          parent_id=parent_id, rounds=rounds, stopped_reason=stopped_reason)
+            for run_name, run_spec in runs:
+                self._insert_tournament(conn, run_name, run_spec, pairs, now, schedule=None, next_run_at=None,
+                                        parent_id=tid, rounds=0, stopped_reason=stopped_reason)
+        return tid
+
+    def _insert_tournament(self, conn: Any, name: str, spec: RunSpec, pairs: Sequence[Pair], now: float, *,
+                           schedule: str | None, next_run_at: float | None, parent_id: int | None, rounds: int,
+                           stopped_reason: str | None) -> int:
+        tid = int(
+            conn.execute(
+                s.tournaments.insert().values(
+                    name=name,
+                    spec=spec.to_json(),
+                    status="queued" if pairs else "done",
+                    created_at=now,
+                    finished_at=None if pairs else now,
+                    schedule=schedule,
+                    next_run_at=next_run_at,
+                    parent_id=parent_id,
+                    rounds=rounds,
+                    stopped_reason=None if pairs else stopped_reason,
+                    delivery=spec.delivery.value,
+                    mode=spec.mode.value,
+                    created_by=WRITER.get() if parent_id is None else _created_by(conn, parent_id),
                 )
+            ).inserted_primary_key[0]
+        )
+        if pairs:
+            conn.execute(
+                s.matches.insert(),
+                [
+                    {"tournament_id": tid, "a_id": p.a, "b_id": p.b, "status": "pending", "attempts": 0,
+                     "enqueued_at": now}
+                    for p in pairs
+                ],
+            )
         return tid
 
     def get_tournament(self, tournament_id: int) -> dict:
@@ -121,15 +134,18 @@ class Tournaments(Database):
             row = conn.execute(select(t.c.status).where(t.c.id == tournament_id)).first()
             if row is None:
                 raise NotFound(f"no tournament {tournament_id}")
+            ids = [tournament_id]
+            spec = conn.execute(select(t.c.spec).where(t.c.id == tournament_id)).scalar()
+            if RunSpec.from_json(spec).jury is not None:  # a judge panel: its members' runs go with it
+                ids += conn.execute(select(t.c.id).where(t.c.parent_id == tournament_id)).scalars().all()
             conn.execute(
                 update(m)
-                .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
+                .where(m.c.tournament_id.in_(ids), m.c.status.in_(ACTIVE))
                 .values(status="cancelled", finished_at=now)
             )
-            values: dict[str, Any] = {"next_run_at": None}
-            if row.status in ("queued", "running"):
-                values.update(status="cancelled", finished_at=now)
-            conn.execute(update(t).where(t.c.id == tournament_id).values(**values))
+            conn.execute(update(t).where(t.c.id == tournament_id).values(next_run_at=None))
+            conn.execute(update(t).where(t.c.id.in_(ids), t.c.status.in_(("queued", "running")))
+                         .values(status="cancelled", finished_at=now))
         return self.get_tournament(tournament_id)
 
     def stop_tournament(self, tournament_id: int, reason: str) -> bool:
