@@ -39,6 +39,7 @@ regex scan per output. The length flag works on pair counts binned by length dif
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -146,6 +147,28 @@ def similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return shared / union if union else 1.0
 
 
+def rank(item: int, seed: int) -> int:
+    """A submission id's place in a player's sample: a 64-bit mix of id and seed (splitmix64's
+    finaliser), so the sample looks random but is fixed by the ids."""
+    z = (item + (seed + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
+
+
+def bottom_k(kept: list[tuple[int, int]], item: int, seed: int, size: int = SAMPLE) -> bool:
+    """Offer a new id to a player's sample `kept` (its (rank, id) pairs, at most `size`, sorted):
+    the ids of smallest rank are kept. True when the sample changed. Why this sample: adding an
+    output changes it only when the new id ranks among the `size` smallest (about size/n of
+    the time), so the text flags of a player with hundreds of outputs are rarely redone."""
+    ranked = (rank(item, seed), item)
+    if len(kept) >= size and ranked >= kept[-1]:
+        return False
+    bisect.insort(kept, ranked)
+    del kept[size:]
+    return True
+
+
 def sample(items: Sequence[T], rng: np.random.Generator, size: int = SAMPLE) -> list[T]:
     """At most `size` of the items (a player's answers, or their ids), drawn without replacement,
     in their order."""
@@ -155,8 +178,9 @@ def sample(items: Sequence[T], rng: np.random.Generator, size: int = SAMPLE) -> 
 
 
 def _of(count: int, total: int, sampled: int) -> str:
-    """'14 of 100 sampled outputs (of 500)' or '14 of 100 outputs'."""
-    return f"{count} of {sampled} sampled outputs (of {total})" if sampled < total else f"{count} of {total} outputs"
+    """'14 of 50 sampled outputs' or '14 of 40 outputs'. The player's total is not named: a
+    flag's evidence depends on its sample alone, so it holds while outputs outside it arrive."""
+    return f"{count} of {sampled} sampled outputs" if sampled < total else f"{count} of {total} outputs"
 
 
 def constant_output(outputs: Sequence[str], rng: np.random.Generator, *, total: int | None = None,
@@ -176,7 +200,7 @@ def constant_output(outputs: Sequence[str], rng: np.random.Generator, *, total: 
     if share < CONSTANT_SHARE:
         return None
     whole = n if total is None else total
-    what = f"{n} outputs" if whole == n else f"{n} sampled outputs (of {whole})"
+    what = f"{n} outputs" if whole == n else f"{n} sampled outputs"
     return Flag(FlagKind.CONSTANT_OUTPUT,
                 f"{share:.0%} of {count} random pairs of its {what} are near-identical "
                 f"(5-gram similarity >= {NEAR}; mean {float(scores.mean()):.2f})")

@@ -20,13 +20,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import zlib
-from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from leaderboard.flags import Flag, length_flags, sample, text_flags
+from leaderboard.flags import SAMPLE, Flag, bottom_k, length_flags, text_flags
 from leaderboard.players import player_of
 from leaderboard.types import Level
 from service.boards import Board
@@ -62,13 +61,22 @@ class _Texts:
 
 
 @dataclass(frozen=True)
-class _Submissions:
-    """What every level reads once per submission mark: (id, model, scenario) of every
-    submission with an output, and each (model, scenario)'s output lengths."""
+class _Lengths:
+    """Each (model, scenario)'s output lengths, read once per submission mark for every level."""
 
     mark: int
-    keys: list[tuple[int, str, str]]
     lengths: list[OutputLength]
+
+
+@dataclass
+class _Samples:
+    """One level's running state (under `FlagCache._lock`): the submissions read up to `upto`,
+    each player's output count, its sample as (rank, id) pairs, and its text flags."""
+
+    upto: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    picked: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    flags: dict[str, list[Flag]] = field(default_factory=dict)
 
 
 class FlagCache:
@@ -78,7 +86,8 @@ class FlagCache:
         self.store = store
         self.seed = seed
         self._texts: dict[Level, _Texts] = {}
-        self._submissions: _Submissions | None = None
+        self._levels: dict[Level, _Samples] = {}
+        self._lengths: _Lengths | None = None
         self._lock = threading.Lock()  # one text pass at a time: it reads outputs
         self._boards: Lru[BoardFlags] = Lru(KEPT)
         self._refreshes = Refreshes("flags")
@@ -117,23 +126,36 @@ class FlagCache:
         return self._texts.get(level)
 
     def _text_flags(self, level: Level) -> _Texts:
+        """The text flags at `level` as of the newest submission: only the submissions added
+        since the last pass are read, and only the players whose sample they changed are looked
+        at again (`leaderboard.flags.bottom_k`), so a pass after a few new outputs costs a few
+        players' checks, not every player's."""
         with self._lock:
             mark = self.store.submission_mark()
             kept = self._texts.get(level)
             if kept is not None and kept.mark == mark:
                 return kept
-            if self._submissions is None or self._submissions.mark != mark:
-                self._submissions = _Submissions(mark, self.store.submission_keys(), self.store.output_lengths()[0])
-            ids: dict[str, list[int]] = defaultdict(list)
-            for sid, model, scenario in self._submissions.keys:
-                ids[player_of(model, scenario, level)].append(sid)
-            rngs = {player: np.random.default_rng([self.seed, zlib.crc32(player.encode())]) for player in ids}
-            chosen = {player: sample(found, rngs[player]) for player, found in ids.items()}
-            answers = self.store.answers([i for picked in chosen.values() for i in picked])
-            flags = {player: text_flags([answers[i] for i in picked if i in answers], rngs[player],
-                                        total=len(ids[player]))
-                     for player, picked in chosen.items()}
-            made = _Texts(mark, {p: f for p, f in flags.items() if f},
-                          mean_lengths(self._submissions.lengths, level))
+            state = self._levels.setdefault(level, _Samples())
+            if self._lengths is None or self._lengths.mark != mark:
+                self._lengths = _Lengths(mark, self.store.output_lengths()[0])
+            dirty: set[str] = set()
+            for sid, model, scenario in self.store.submission_keys(after_id=state.upto, upto=mark):
+                player = player_of(model, scenario, level)
+                state.counts[player] = state.counts.get(player, 0) + 1
+                changed = bottom_k(state.picked.setdefault(player, []), sid, self.seed)
+                if changed or state.counts[player] <= SAMPLE + 1:  # "of n outputs" until sampled
+                    dirty.add(player)
+            state.upto = mark
+            if dirty:
+                answers = self.store.answers([i for p in dirty for _, i in state.picked[p]])
+                for player in dirty:
+                    rng = np.random.default_rng([self.seed, zlib.crc32(player.encode())])
+                    found = text_flags([answers[i] for _, i in state.picked[player] if i in answers], rng,
+                                       total=state.counts[player])
+                    if found:
+                        state.flags[player] = found
+                    else:
+                        state.flags.pop(player, None)
+            made = _Texts(mark, dict(state.flags), mean_lengths(self._lengths.lengths, level))
             self._texts[level] = made
             return made

@@ -76,9 +76,9 @@ def test_a_null_model_is_flagged_constant_and_addressing_the_judge() -> None:
     flags = {f.kind: f for f in text_flags(sample(null, rng()), rng(), total=len(qs))}
     assert set(flags) == {FlagKind.CONSTANT_OUTPUT, FlagKind.ADDRESSES_JUDGE}
     constant = flags[FlagKind.CONSTANT_OUTPUT].evidence
-    assert percent(constant) == 100 and "mean 1.00" in constant and f"{SAMPLE} sampled outputs (of 120)" in constant
+    assert percent(constant) == 100 and "mean 1.00" in constant and f"{SAMPLE} sampled outputs are" in constant
     judge = flags[FlagKind.ADDRESSES_JUDGE].evidence
-    assert judge.startswith(f"{SAMPLE} of {SAMPLE} sampled outputs (of 120) contain verdict-like text")
+    assert judge.startswith(f"{SAMPLE} of {SAMPLE} sampled outputs contain verdict-like text")
     assert "e.g. 'ignore the previous instructions'" in judge
 
 

@@ -17,10 +17,14 @@ from .submissions import CHUNK, PLACEHOLDER_HASH
 class Answers(Database):
     """Submission ids by (model, scenario) and the answers of chosen ids, placeholders left out."""
 
-    def submission_keys(self) -> list[tuple[int, str, str]]:
-        """(id, model, scenario) of every submission with an output (not an import's placeholder), in id order."""
+    def submission_keys(self, *, after_id: int = 0, upto: int | None = None) -> list[tuple[int, str, str]]:
+        """(id, model, scenario) of every submission with an output (not an import's placeholder),
+        in id order; only those after `after_id` (and up to `upto`): the flags add new ones."""
         t = s.submissions
-        query = select(t.c.id, t.c.model, t.c.scenario).where(t.c.output_hash != PLACEHOLDER_HASH).order_by(t.c.id)
+        query = (select(t.c.id, t.c.model, t.c.scenario)
+                 .where(t.c.output_hash != PLACEHOLDER_HASH, t.c.id > after_id).order_by(t.c.id))
+        if upto is not None:
+            query = query.where(t.c.id <= upto)
         with self._read() as conn:
             return [(int(r.id), r.model, r.scenario) for r in conn.execute(query)]
 
