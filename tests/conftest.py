@@ -15,6 +15,7 @@ import pytest
 
 from service.store import Store
 from tests.api_fixtures import *  # noqa: F401,F403  (api_database_url, api_settings, client, make_client, queue)
+from tests.browser_fixtures import *  # noqa: F401,F403  (browser)
 from tests.postgres_fixture import *  # noqa: F401,F403  (postgres_server, postgres_url)
 from tests.redis_fixture import *  # noqa: F401,F403  (redis_url, redis_server)
 from tests.required import (  # noqa: F401  (the CI=true hooks: pytest finds hooks here by name)

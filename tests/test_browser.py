@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,6 @@ import pytest
 
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.joust_up import REPO, Joust, start_joust, stop_joust
-from tests.required import require_browser
 
 pytestmark = pytest.mark.slow  # `joust up`, its processes and a browser
 
@@ -84,17 +82,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             yield site
         finally:
             stop_joust(running)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    binary = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=binary, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

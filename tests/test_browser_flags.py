@@ -11,7 +11,6 @@ import pytest
 
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.joust_up import start_joust, stop_joust
-from tests.required import require_browser
 from tests.test_browser import DESKTOP, PHONE, axe_violations
 from tests.test_flags import NULL_OUTPUT, WORDS
 
@@ -42,17 +41,6 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield joust.url
         finally:
             stop_joust(joust)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    binary = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=binary, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.mark.parametrize("path", ["/", "/?by=system"])
