@@ -294,7 +294,8 @@ def length_flags(counts: PairCounts, lengths: Mapping[str, float]) -> dict[str, 
             flags[player] = Flag(FlagKind.LENGTH_UNEXPLAINED,
                                  f"wins {actual[i] / played[i]:.0%} of {int(played[i])} judgements where its length "
                                  f"predicts {expected[i] / played[i]:.0%} (z = {z:.1f}; mean length "
-                                 f"{length[i]:,.0f} characters)")
+                                 f"{length[i]:,.0f} characters); one judge's verdicts cannot tell this from a "
+                                 "much stronger player: compare with another judge or with human votes")
     return flags
 
 
