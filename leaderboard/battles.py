@@ -8,6 +8,8 @@ intervals and the standings cost O(players²) after one counting pass, whatever 
 """
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -169,9 +171,10 @@ class PairCounts:
         """No players, no battles."""
         return cls.from_stack([], np.zeros((CHANNELS, 0, 0)))
 
-    @property
+    @functools.cached_property
     def games(self) -> np.ndarray:
-        """Judgements between i and j (symmetric, int)."""
+        """Judgements between i and j (symmetric, int); computed once: a board reads it several
+        times (components, bounds, standings)."""
         return self.wins + self.wins.T + self.ties
 
     def take(self, index: np.ndarray) -> PairCounts:

@@ -8,6 +8,8 @@ when there is no finite maximum or Newton does not converge; ValueError for bad 
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -192,12 +194,25 @@ class Pairs:
 
     @classmethod
     def of(cls, points: np.ndarray) -> Pairs:
-        """The pairs with points between them, from an n×n points matrix."""
-        games = points + points.T
-        i, j = np.nonzero(games)
-        upper = i < j
-        i, j = i[upper], j[upper]
-        return cls(len(points), i, j, games[i, j], points[i, j])
+        """The pairs with points between them, from an n×n points matrix: a gather of the two
+        triangles at cached indices (0.2 ms at 400 players; `nonzero` over the sum was 5)."""
+        n = len(points)
+        i, j = _upper(n)
+        flat = np.ascontiguousarray(points).reshape(-1)
+        won, lost = flat[i * n + j], flat[j * n + i]
+        games = won + lost
+        met = games != 0
+        if met.all():
+            return cls(n, i, j, games, won)
+        return cls(n, i[met], j[met], games[met], won[met])
+
+
+@functools.lru_cache(maxsize=8)
+def _upper(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (i, j) of every pair i < j of n players, row by row (read-only: shared)."""
+    i, j = np.triu_indices(n, 1)
+    i.flags.writeable = j.flags.writeable = False
+    return i, j
 
 
 def fit_pairs(

@@ -47,6 +47,7 @@ from .fit import (  # noqa: F401  (re-exported)
     fit_pairs,
     half_widths,
 )
+from .widths import KeptWidths
 
 Battles = Iterable[BattleLike] | BattleTable | Columns | PairCounts
 
@@ -135,6 +136,7 @@ def bradley_terry_intervals(
     tol: float = 1e-10,
     max_iter: int = 100,
     start: Mapping[str, float] | None = None,
+    widths: KeptWidths | None = None,
 ) -> dict[str, tuple[float, float, float]]:
     """(rating, low, high) per player: Bradley-Terry with closed-form normal intervals.
 
@@ -142,6 +144,8 @@ def bradley_terry_intervals(
     for a player's rating relative to the field's mean (the sum-to-zero constraint). `start`
     (earlier ratings by player, on the same scale) warm-starts the fit: a board refitted after a
     few new judgements then needs a step or two instead of a full descent; the optimum is the same.
+    `widths` (Fisher only): the variances a growing board kept, reused until enough changed
+    (`leaderboard.widths`).
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -157,7 +161,9 @@ def bradley_terry_intervals(
     theta = fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter, start=initial)
     if not players:
         return {}
-    if method == "fisher":
+    if method == "fisher" and widths is not None:
+        spread = widths.variances_for(players, points, theta, ridge=ridge)
+    elif method == "fisher":
         spread = fisher_variances(points, theta, ridge=ridge)
     else:
         spread = covariance(counts, theta, ridge=ridge, method=method)

@@ -77,13 +77,9 @@ def standings(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> Stand
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = np.where(games > 0, (wins + 0.5 * ties) / games, np.nan)
     records = {
-        player: Record(
-            player=player,
-            wins=int(wins[i].sum()),
-            losses=int(wins[:, i].sum()),
-            ties=int(ties[i].sum()),
-        )
-        for i, player in enumerate(counts.players)
+        player: Record(player=player, wins=won, losses=lost, ties=tied)
+        for player, won, lost, tied in zip(counts.players, wins.sum(axis=1).tolist(),
+                                           wins.sum(axis=0).tolist(), ties.sum(axis=1).tolist())
     }
     return Standings(players=counts.players, records=records, count_matrix=games, win_rate_matrix=rates)
 

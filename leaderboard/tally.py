@@ -20,6 +20,7 @@ from .ranks import rank_intervals
 from .ratings import apply_elo, bradley_terry_intervals
 from .standings import standings
 from .types import Rating
+from .widths import KeptWidths
 
 ELO_INITIAL, BASE, SCALE = 1000.0, 10.0, 400.0
 
@@ -34,10 +35,11 @@ class Tally:
     def __init__(self, *, k: float = 32.0) -> None:
         self.k = k
         self._elo: dict[str, float] = {}
-        self._index: dict[str, int] = {}  # player → row in the stack, in order of appearance
+        self._index: dict[str, int] = {}  # player → row in the stack: name order (rows past them are zero)
         self._stack = np.zeros((CHANNELS, 0, 0))
         self._battles = 0
         self._fitted: dict[str, float] | None = None  # the last board's ratings: the next fit's start
+        self._widths = KeptWidths()  # the last board's interval variances: kept while little changed
 
     @property
     def battles(self) -> int:
@@ -47,7 +49,7 @@ class Tally:
     @property
     def players(self) -> list[str]:
         """Players seen so far, in name order."""
-        return sorted(self._index)
+        return list(self._index)
 
     def add(self, battles: Iterable[BattleLike]) -> None:
         """Count battles, in order (the order matters to Elo only)."""
@@ -55,11 +57,10 @@ class Tally:
         if not rows:
             return
         apply_elo(self._elo, rows, k=self.k, initial=ELO_INITIAL, base=BASE, scale=SCALE)
+        new = {p for a, b, *_ in rows for p in (a, b)} - self._index.keys()
+        if new:
+            self._place(new)
         index = self._index
-        for a, b, *_ in rows:
-            index.setdefault(a, len(index))
-            index.setdefault(b, len(index))
-        self._grow(len(index))
         accumulate(
             self._stack,
             np.fromiter((index[row[0]] for row in rows), dtype=np.intp, count=len(rows)),
@@ -69,20 +70,25 @@ class Tally:
         )
         self._battles += len(rows)
 
-    def _grow(self, players: int) -> None:
-        """Make room for `players` rows, doubling so that growth is amortised O(1)."""
+    def _place(self, new: set[str]) -> None:
+        """Give new players rows, keeping every row in name order, so that `counts` is a slice
+        rather than a gather (at 400 players 0.4 ms instead of 7: the live board reads it at
+        every new judgement). Capacity doubles, so growth stays amortised O(1); re-sorting the
+        rows costs O(players²) only when a player first appears."""
+        old = list(self._index)
+        names = sorted([*old, *new])
+        index = {p: i for i, p in enumerate(names)}
         capacity = self._stack.shape[1]
-        if players <= capacity:
-            return
-        bigger = np.zeros((CHANNELS, *(2 * [max(players, 2 * capacity, 8)])))
-        bigger[:, :capacity, :capacity] = self._stack
-        self._stack = bigger
+        size = capacity if len(names) <= capacity else max(len(names), 2 * capacity, 8)
+        placed = np.zeros((CHANNELS, size, size))
+        at = np.array([index[p] for p in old], dtype=np.intp)
+        placed[:, at[:, None], at] = self._stack[:, :len(old), :len(old)]
+        self._stack, self._index = placed, index
 
     def counts(self) -> PairCounts:
         """The pair counts so far, players in name order."""
-        players = self.players
-        order = np.array([self._index[p] for p in players], dtype=np.intp)
-        return PairCounts.from_stack(players, self._stack[:, order][:, :, order])
+        n = len(self._index)
+        return PairCounts.from_stack(list(self._index), self._stack[:, :n, :n].copy())
 
     def elo(self) -> dict[str, float]:
         """Online Elo so far, by player name (as `online_elo` returns it)."""
@@ -91,7 +97,8 @@ class Tally:
     def board(self, counts: PairCounts | None = None) -> list[Rating]:
         """The leaderboard rows, best first; see `leaderboard.board.build_board`. `counts`: this
         tally's `counts()`, when the caller already holds them (a board served with its matrix)."""
-        rows = board_from_counts(self.counts() if counts is None else counts, self._elo, start=self._fitted)
+        rows = board_from_counts(self.counts() if counts is None else counts, self._elo, start=self._fitted,
+                                 widths=self._widths)
         self._fitted = {row.player: row.rating for row in rows}
         return rows
 
@@ -102,11 +109,13 @@ class Tally:
         twin._index = dict(self._index)
         twin._stack = self._stack.copy()
         twin._fitted = None if self._fitted is None else dict(self._fitted)
+        twin._widths = self._widths.copy()
         return twin
 
 
 def board_from_counts(
-    counts: PairCounts, elo: dict[str, float], *, start: Mapping[str, float] | None = None
+    counts: PairCounts, elo: dict[str, float], *, start: Mapping[str, float] | None = None,
+    widths: KeptWidths | None = None,
 ) -> list[Rating]:
     """Rows by component (1 = the largest, see `leaderboard.components`), best first within one
     (rating descending, then name), from pair counts and live Elo.
@@ -121,12 +130,15 @@ def board_from_counts(
     rest: `leaderboard.bounds`) gets no interval (NaN, null in the API) and `bounded` False; its
     ranks and rank ranges come from who beat whom, and its ratings (set partly by the ridge)
     only order it.
+
+    `widths`: a growing board's kept interval variances (`leaderboard.widths`), used for a board
+    of one component (a board in pieces recomputes them).
     """
     if not counts.players:
         return []
     labels = components(counts.games)
     if labels.max() == 1:  # the usual case: one piece, no copies
-        return _component_rows(counts, elo, start, 1)
+        return _component_rows(counts, elo, start, 1, widths)
     rows: list[Rating] = []
     for piece in range(1, int(labels.max()) + 1):
         rows += _component_rows(counts.take(np.flatnonzero(labels == piece)), elo, start, piece)
@@ -134,10 +146,11 @@ def board_from_counts(
 
 
 def _component_rows(
-    counts: PairCounts, elo: dict[str, float], start: Mapping[str, float] | None, component: int
+    counts: PairCounts, elo: dict[str, float], start: Mapping[str, float] | None, component: int,
+    widths: KeptWidths | None = None,
 ) -> list[Rating]:
     """The rows of one connected component, best first."""
-    fitted = bradley_terry_intervals(counts, confidence=0.95, start=start)
+    fitted = bradley_terry_intervals(counts, confidence=0.95, start=start, widths=widths)
     records = standings(counts).records
     found = bounds(counts.points)
     if found.bounded:
