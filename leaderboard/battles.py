@@ -9,7 +9,6 @@ intervals and the standings cost O(players²) after one counting pass, whatever 
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,7 +82,9 @@ def battle_table(battles: Iterable[BattleLike] | BattleTable | Columns) -> Battl
     """
     if isinstance(battles, BattleTable):
         return battles
-    from .columns import table_of  # columns builds BattleTables, so it imports this module
+    from .columns import (
+        table_of,  # columns builds BattleTables, so it imports this module
+    )
 
     return table_of(battles)
 

@@ -9,7 +9,6 @@ when there is no finite maximum or Newton does not converge; ValueError for bad 
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass
 from statistics import NormalDist

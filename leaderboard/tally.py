@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .bounds import bounds
 from .battles import CHANNELS, BattleLike, PairCounts, accumulate, unpack
+from .bounds import bounds
 from .components import components
 from .ranks import rank_intervals
 from .ratings import apply_elo, bradley_terry_intervals
