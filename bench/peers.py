@@ -21,9 +21,10 @@ Each timing is the best of `--repeat` runs, or of more while they take under hal
 machine is shared; the best is the least disturbed), except the long bootstrap and scikit-learn
 runs, which run once.
 
-The floor, per size: reading the battles' fields once (a list comprehension per field), counting
-them into pair matrices (one bincount), and one Newton step: no Bradley-Terry fit from Python
-objects can cost less. Output: first the BLAS thread setting it ran under (joust's processes
+The floor, per size: reading the four fields a fit needs once (a list comprehension per field:
+players, winner, weight; a question id matters only to the bootstrap), counting them into pair
+matrices (one bincount), and one Newton step: no Bradley-Terry fit from Python objects can cost
+less. Output: first the BLAS thread setting it ran under (joust's processes
 run BLAS single-threaded: run it with OPENBLAS_NUM_THREADS=1 to measure what they see) and the
 allocator's (see `settle_malloc`), then one
 line per size, path and library (seconds; for a peer `peer/joust`, the speed-up of joust; for
@@ -51,8 +52,15 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from leaderboard.columns import coded_points  # noqa: E402
 from leaderboard.fit import _unit_hessian, fit_log_strengths, spd_solve  # noqa: E402
-from leaderboard.ratings import battle_table, bootstrap_intervals, bradley_terry, bradley_terry_intervals, online_elo, points_matrix  # noqa: E402
+from leaderboard.ratings import (  # noqa: E402
+    battle_table,
+    bootstrap_intervals,
+    bradley_terry,
+    bradley_terry_intervals,
+    online_elo,
+)
 from leaderboard.types import Battle, Winner  # noqa: E402
 
 WINNERS = (Winner.B, Winner.A, Winner.TIE)  # code 0 = b won, 1 = a won, 2 = tie
@@ -128,10 +136,9 @@ def cpu_best(repeat: int, function: Callable[[], object], *, budget: float = 0.5
 
 
 def floor_seconds(battles: list[Battle], a: np.ndarray, b: np.ndarray, code: np.ndarray, n: int) -> float:
-    """Read every field once, count once, one Newton step."""
+    """Read the fit's fields once, count once, one Newton step."""
     start = time.perf_counter()
-    fields = [[x.a for x in battles], [x.b for x in battles], [x.winner for x in battles],
-              [x.question_id for x in battles], [x.weight for x in battles]]
+    fields = [[x.a for x in battles], [x.b for x in battles], [x.winner for x in battles], [x.weight for x in battles]]
     score = (code == 1) + 0.5 * (code == 2)
     points = np.bincount(a * n + b, weights=score, minlength=n * n) + np.bincount(b * n + a, weights=1 - score, minlength=n * n)
     points = points.reshape(n, n)
@@ -204,7 +211,7 @@ def run_size(args, m: int, n: int, peers: dict, lines: list) -> None:
     def diff_to(other: dict[str, float]) -> float:
         return max(abs(ours[p] - float(other[str(p)])) for p in ours)
 
-    print(f"{size:>9} floor     (read every field once + count + 1 Newton step) {floor:9.3f} s", flush=True)
+    print(f"{size:>9} floor     (read a fit's fields once + count + 1 Newton step) {floor:9.3f} s", flush=True)
     seconds, result = best(args.repeat, lambda: bradley_terry(battles))
     ours.update(result)
     record("fit", "joust", seconds)
@@ -249,13 +256,11 @@ def run_size(args, m: int, n: int, peers: dict, lines: list) -> None:
         seconds, params = best(args.repeat, choix_fit)
         theirs = dict(zip(names, 1000.0 + 400.0 / math.log(10.0) * (params - params.mean())))
         record("fit", "choix", seconds, diff=diff_to(theirs), given="arrays")
-        table = battle_table(inputs["arrays"])
-        points = points_matrix(table)
-        parts = {"table": lambda: battle_table(inputs["arrays"]), "count": lambda: points_matrix(table),
-                 "fit": lambda: fit_log_strengths(points), "choix": choix_fit}
+        _, points = coded_points(inputs["arrays"])
+        parts = {"count": lambda: coded_points(inputs["arrays"]), "fit": lambda: fit_log_strengths(points), "choix": choix_fit}
         cpu = {name: cpu_best(args.repeat, run) * 1e3 for name, run in parts.items()}
-        print(f"{size:>9} # CPU ms, joust's fit from arrays in parts: table {cpu['table']:.2f} + count "
-              f"{cpu['count']:.2f} + fit {cpu['fit']:.2f} = {cpu['table'] + cpu['count'] + cpu['fit']:.2f}; "
+        print(f"{size:>9} # CPU ms, joust's fit from arrays in parts: count (checks included, no table) "
+              f"{cpu['count']:.2f} + fit {cpu['fit']:.2f} = {cpu['count'] + cpu['fit']:.2f}; "
               f"choix (its count included) {cpu['choix']:.2f}", flush=True)
 
     if args.arena_python:

@@ -34,7 +34,7 @@ from .battles import (  # noqa: F401  (re-exported: the rating API speaks in the
     points_matrix,
     unpack,
 )
-from .columns import table_of
+from .columns import coded_points, table_of
 from .fit import (  # noqa: F401  (re-exported)
     DEFAULT_RIDGE,
     ConvergenceError,
@@ -99,7 +99,10 @@ def _points(battles: Battles) -> tuple[list[str], np.ndarray]:
     """Players and the points matrix, by the cheapest route for the input."""
     if isinstance(battles, PairCounts):
         return battles.players, battles.points
-    table = battle_table(battles)
+    coded = coded_points(battles)
+    if coded is not None:
+        return coded
+    table = table_of(battles, questions=False)  # a fit resamples nothing: question ids unread
     return table.players, points_matrix(table)
 
 

@@ -6,9 +6,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from leaderboard.battles import BattleTable, battle_table, unpack
-from leaderboard.columns import factorize, from_columns, groups_of
-from leaderboard.ratings import bootstrap_intervals, bradley_terry, online_elo
+from leaderboard.battles import BattleTable, battle_table, points_matrix, unpack
+from leaderboard.columns import (
+    coded_points,
+    factorize,
+    from_columns,
+    groups_of,
+    scores_of,
+)
+from leaderboard.ratings import (
+    bootstrap_intervals,
+    bradley_terry,
+    bradley_terry_intervals,
+    online_elo,
+)
 from leaderboard.types import Battle, Winner
 
 BATTLES = [
@@ -107,3 +118,58 @@ def test_rating_functions_take_columns() -> None:
     assert online_elo(frame, k=16) == pytest.approx({"x": 999.81159, "y": 984.54819, "z": 1015.64022}, abs=1e-4)  # by hand
     rng = np.random.default_rng(0)
     assert bootstrap_intervals(frame, rng, rounds=5) == bootstrap_intervals(as_battles, np.random.default_rng(0), rounds=5)
+
+
+def test_integer_codes_are_counted_straight_to_the_same_fit() -> None:
+    """`coded_points` (no table) gives the table's players and points: codes that never play
+    dropped, name order ("10" before "2"), numeric winners, any integer dtype."""
+    rng = np.random.default_rng(7)
+    a = rng.choice([0, 2, 3, 10, 11, 25], 3000)
+    b = np.where(a == 25, 2, 25)
+    b[::3] = (a[::3] + 1) % 26  # also 1, 4, 11, 12, 26 % 26 = 0 ...
+    b = np.where(b == a, (b + 5) % 26, b)
+    winner = rng.choice([0.0, 0.5, 1.0], 3000)
+    for cast in (np.int64, np.int32, np.uint16):
+        columns = {"model_a": a.astype(cast), "model_b": b.astype(cast), "winner": winner}
+        players, points = coded_points(columns)
+        table = from_columns([str(x) for x in a.tolist()], [str(x) for x in b.tolist()], winner)
+        assert players == table.players
+        np.testing.assert_array_equal(points, points_matrix(table))
+        assert bradley_terry(columns) == pytest.approx(bradley_terry(table), abs=1e-9)
+        assert bradley_terry_intervals(pd.DataFrame(columns)) == pytest.approx(bradley_terry_intervals(table), abs=1e-9)
+
+
+@pytest.mark.parametrize("columns", [
+    {"model_a": np.array([0, 1]), "model_b": np.array([1, 1]), "winner": np.array([1.0, 0.0])},  # 1 against itself
+    {"model_a": np.array([0, 1]), "model_b": np.array([1, 0]), "winner": np.array([1.0, 0.3])},  # a bad score
+    {"model_a": np.array([0, -1]), "model_b": np.array([1, 0]), "winner": np.array([1.0, 0.0])},  # a negative code
+    {"model_a": np.array([0, 5000]), "model_b": np.array([1, 0]), "winner": np.array([1.0, 0.0])},  # a large code
+    {"model_a": np.array([0, 1]), "model_b": np.array([1, 0]), "winner": np.array([1.0, 0.0]), "weight": np.ones(2)},
+    {"model_a": np.array(["0", "1"]), "model_b": np.array(["1", "0"]), "winner": np.array([1.0, 0.0])},
+    {"model_a": [0, 1], "model_b": [1, 0], "winner": [1.0, 0.0]},  # lists: never converted to find out
+])
+def test_other_or_malformed_columns_go_the_tables_way(columns) -> None:
+    assert coded_points(columns) is None  # the table path says what is wrong, or handles it
+    try:
+        want = bradley_terry(battle_table(columns))
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)[:20]):
+            bradley_terry(columns)
+    else:
+        assert bradley_terry(columns) == want
+
+
+def test_list_identities_match_id_and_winners_and_weights_take_the_fast_paths() -> None:
+    from leaderboard.columns import LIST_LAYOUT, _weights_of, _winner_scores, identities
+    items = [object(), "x", 3, None, Winner.A] * 3
+    assert identities(items).tolist() == [id(x) for x in items]
+    assert LIST_LAYOUT  # CPython 3.11 on 64-bit: the list is read directly (else only slower)
+    winners = [Winner.A, Winner.TIE, Winner.B, Winner.A]
+    assert _winner_scores(identities(winners)).tolist() == [1.0, 0.5, 0.0, 1.0]
+    assert _winner_scores(identities([Winner.A, "A"])) is None  # a string: hashed by value instead
+    assert scores_of([Winner.A, "A", "tie"]).tolist() == [1.0, 1.0, 0.5]
+    assert _weights_of([1.0] * 4, 4).tolist() == [1.0] * 4
+    assert _weights_of([1.0, 2.0, 1.0], 3).tolist() == [1.0, 2.0, 1.0]
+    nan = float("nan")
+    with pytest.raises(ValueError, match="weights must be >= 0"):
+        from_columns(["a"] * 2, ["b"] * 2, ["A"] * 2, None, [nan, nan])
