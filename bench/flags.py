@@ -5,10 +5,18 @@ AlpacaEval outputs (../shared/data; varied synthetic text where it is absent), t
 gaming (a constant null model, a question copier, a judge addresser). Then times, side by side:
 the text flags of one level from a cold cache (`service.flag_cache`: the submission keys, a
 sample of 50 outputs per player, the three text measures), the same pass reading every output
-instead of a sample, and the length flag over a 100-player board's pair counts. Prints each
-time and which players were flagged.
+instead of a sample, and the length flag over a board's pair counts (100 and 400 players) with a
+second judge's: judge X favours m050 (it games X) and both judges see m051 much stronger than
+the field, at no length advantage. Prints each time, which players the length test alone fires
+for, and which are flagged. `--length-only` skips the submissions and the text flags.
 
-    python bench/flags.py [--players 100] [--questions 500]
+`--board` times GET /api/leaderboard's handler in-process at the system level (400 players:
+`bench.harness.populate`'s 100 models x 4 scenarios, 200,000 judgements, every other one
+re-labelled as a second judge's): served from the caches, then with the flags recomputed at
+each request (as after every new judgement) with the second judge's counts, and with no second
+judge consulted (`SECOND_OPINIONS = 0`: no length test at all).
+
+    python bench/flags.py [--players 100] [--questions 500] [--length-only] [--board]
 """
 from __future__ import annotations
 
@@ -28,12 +36,15 @@ sys.path.insert(0, str(REPO))
 from leaderboard.battles import pair_counts
 from leaderboard.flags import (
     Answer,
+    SecondOpinion,
     judge_text,
+    length_excess,
     length_flags,
     shingles,
     similarity,
     text_flags,
 )
+from leaderboard.tally import Tally
 from leaderboard.types import Battle, Level, Winner
 from service.boards import Board
 from service.flag_cache import FlagCache
@@ -57,7 +68,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--players", type=int, default=100)
     parser.add_argument("--questions", type=int, default=500)
+    parser.add_argument("--length-only", action="store_true", help="only the length flag")
+    parser.add_argument("--board", action="store_true", help="only the board handler at 400 players, two judges")
     args = parser.parse_args()
+    if args.board:
+        board_bench()
+        return
+    if args.length_only:
+        for players in (args.players, 400):
+            length_bench(players, random.Random(0))
+        return
     rng = random.Random(0)
     answers = pool(rng)
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,23 +135,109 @@ def main() -> None:
         store.output_lengths()
         print(f"of which reads: every submission's id {keys:.2f} s, output lengths {time.perf_counter() - began:.2f} s")
 
-        strength = {m: rng.gauss(0, 0.3) for m in models}
-        strength["m050"] = 3.0  # a player the judge favours whatever its length
-        length = {m: rng.uniform(300, 3000) for m in models}
-        battles = []
-        for _ in range(200_000):
-            a, b = rng.sample(models, 2)
-            x = (length[a] - length[b]) / (length[a] + length[b] + 1)
-            logit = strength[a] - strength[b] + 1.5 * x
-            battles.append(Battle(a, b, Winner.A if rng.random() < 1 / (1 + np.exp(-logit)) else Winner.B, "q"))
-        counts = pair_counts(battles)
-        began = time.perf_counter()
-        flags = length_flags(counts, length)
-        print(f"length flag over {args.players} players' pair counts (200,000 battles): "
-              f"{(time.perf_counter() - began) * 1000:.1f} ms; flagged: {sorted(flags)}")
-        for player, flag in sorted(flags.items()):
-            print(f"  {player} {flag.kind.value}: {flag.evidence}")
+    for players in (args.players, 400):
+        length_bench(players, rng)
     calibrate()
+
+
+def judged(models: list[str], strength: dict[str, float], length: dict[str, float], rng: random.Random,
+           count: int = 200_000) -> list[Battle]:
+    """`count` battles between random pairs; logit = strength difference + 1.5 x normalised length difference."""
+    battles = []
+    for _ in range(count):
+        a, b = rng.sample(models, 2)
+        x = (length[a] - length[b]) / (length[a] + length[b] + 1)
+        logit = strength[a] - strength[b] + 1.5 * x
+        battles.append(Battle(a, b, Winner.A if rng.random() < 1 / (1 + np.exp(-logit)) else Winner.B, "q"))
+    return battles
+
+
+def length_bench(players: int, rng: random.Random) -> None:
+    """The length flag over `players` players' pair counts (200,000 battles per judge): judge X
+    favours m050 whatever its length, both judges see m051 much stronger than the field; each
+    has an ordinary mean length."""
+    models = [f"m{i:03d}" for i in range(players)]
+    field = {m: rng.gauss(0, 0.3) for m in models}
+    length = {m: rng.uniform(300, 3000) for m in models}
+    length["m050"] = length["m051"] = 1650.0  # the field's mean: no length advantage
+    gamed = pair_counts(judged(models, {**field, "m050": 3.0, "m051": 3.0}, length, rng))
+    fair = judged(models, {**field, "m051": 3.0}, length, rng)
+    tally = Tally(k=32.0)
+    tally.add([(b.a, b.b, b.winner, b.question_id) for b in fair])
+    began = time.perf_counter()
+    other = tally.counts()  # what `Stream.counts` costs per other judge and revision
+    counting = time.perf_counter() - began
+    began = time.perf_counter()
+    alone = length_excess(gamed, length)
+    test = time.perf_counter() - began
+    began = time.perf_counter()
+    single = length_flags(gamed, length)
+    without = time.perf_counter() - began
+    began = time.perf_counter()
+    flags = length_flags(gamed, length, [SecondOpinion("openai/judge-y", other)])
+    took = time.perf_counter() - began
+    print(f"length flag, {players} players (200,000 battles per judge): the length test alone "
+          f"({test * 1000:.1f} ms, what the flag was before) fires for {sorted(alone)}; without a second judge {without * 1000:.1f} ms, flagged {sorted(single)}; "
+          f"with judge Y's counts {took * 1000:.1f} ms (their counts {counting * 1000:.1f} ms), flagged {sorted(flags)}")
+    for player, test in sorted(alone.items()):
+        print(f"  length test {player}: wins {test.actual / test.games:.0%} of {test.games} where its length "
+              f"predicts {test.expected / test.games:.0%} (z = {test.z:.1f})")
+    for player, flag in sorted(flags.items()):
+        print(f"  {player} {flag.kind.value}: {flag.evidence}")
+
+
+def board_bench(judgements: int = 200_000) -> None:
+    """GET /api/leaderboard?by=system&judge=bench/judge in-process, with a second judge on the same pairings."""
+    from sqlalchemy import text
+
+    import service.boards as boards_module
+    from bench.harness import JUDGE, populate
+    from service.api_models import By
+    from service.boards import BoardCache
+    from service.revisioned import Lru
+    from service.routes.board_ties import TieModel
+    from service.routes.leaderboard import Control, Intervals, get_leaderboard
+
+    other = "bench/other"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(f"sqlite:///{Path(tmp) / 'joust.db'}")
+        populate(store, judgements, 100, 4, 100, 0)
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE judgements SET judge = :other WHERE id % 2 = 0"), {"other": other})
+        boards, flags = BoardCache(store, k=4.0), FlagCache(store)
+
+        def call() -> float:
+            began = time.perf_counter()
+            get_leaderboard(boards, flags, by=By.SYSTEM, tournament=None, judge=JUDGE, dimension=None,
+                            intervals=Intervals.CLOSED, control=Control.NONE, ties=TieModel.HALF)
+            return time.perf_counter() - began
+
+        def forget() -> None:  # what a new judgement does to the flags: their cache and the other judge's counts
+            flags._boards = Lru(32)
+            boards._stream(other)._counts.clear()
+
+        print(f"{judgements:,} judgements, two judges, 400 systems: cold request {call():.2f} s")
+        cached = [call() for _ in range(20)]
+        timings = {}
+        consulted = boards_module.SECOND_OPINIONS
+        for opinions in (consulted, 0):
+            boards_module.SECOND_OPINIONS = opinions
+            samples = []
+            for _ in range(20):
+                forget()
+                samples.append(call())
+            timings[opinions] = samples
+        counts = boards.judged(Level.SYSTEM, judge=JUDGE)[1].counts
+        lengths = flags._text_flags(Level.SYSTEM).lengths
+        began = time.perf_counter()
+        for _ in range(20):
+            length_excess(counts, lengths)
+        alone = (time.perf_counter() - began) / 20
+        print(f"GET /api/leaderboard?by=system handler, median of 20: cached {np.median(cached) * 1000:.1f} ms; "
+              f"flags redone with the second judge {np.median(timings[consulted]) * 1000:.1f} ms; without one "
+              f"{np.median(timings[0]) * 1000:.1f} ms; the length test alone (what the flag ran before) "
+              f"{alone * 1000:.1f} ms")
+        store.close()
 
 
 def calibrate() -> None:

@@ -23,19 +23,36 @@ Four kinds, each with a short sentence of evidence:
   question >= `NEAR`. An answer that quotes a line of its question, or echoes it before
   answering, stays well below (its own text dilutes the shared 5-grams). Flagged when at least
   `COPY_MIN` (3) sampled outputs and `COPY_SHARE` (10%) of them do.
-- `length_unexplained`: the player wins far more than its length predicts. One logistic of the
+- `length_unexplained`: the player wins far more than its length predicts, and another judge on
+  the same opponents does not see it win that much. First the length test: one logistic of the
   outcome (ties half) on the normalised length difference (a - b) / (a + b + 1) of the two
   players' mean output lengths (`leaderboard.style`'s covariate), fitted on the board's battles
   leaving out the player's own (else a winning player drags the length effect towards itself),
-  predicts each of its battles. Flagged when its actual score exceeds the predicted one by
+  predicts each of its battles; it fires when the actual score exceeds the predicted one by
   `LENGTH_MARGIN` (25 points) AND by `LENGTH_Z` (4) standard errors (the sum of the predicted
-  battles' binomial variances). A player much stronger than the whole field with no length
-  advantage trips it too: it is a statement about length, read beside the text flags.
+  battles' binomial variances). It fires just as well for a player much stronger than the whole
+  field with no length advantage: one judge's verdicts cannot tell skill from gaming that judge.
+  So, second, a `SecondOpinion` (another judge's pair counts, or the pooled human votes, on the
+  same scope and level) must disagree (`disagreement`): for each opponent q the player met under
+  both, the other judge's rate of wins among its decided verdicts (ties left out) against q,
+  applied to this judge's decided verdicts against q, gives the wins expected here. Flagged
+  only when the actual wins exceed that by `LENGTH_MARGIN` AND `LENGTH_Z` standard errors. Why
+  decided verdicts: a judge that ties often (a rubric that cannot tell plain answers apart, a
+  position-biased judge whose order disagreements become ties) would otherwise seem to rate
+  every player near 50%, and so accuse any strong one. The variance is n·r(1-r)·(1 + n/m) per
+  opponent (n decided verdicts here, m there, r the other judge's rate smoothed by half a win
+  each way, so that a rate of 0 or 1 from few verdicts is not certainty): this judge's binomial
+  noise plus the other judge's own sampling noise carried over to n verdicts. The other judge
+  needs `SECOND_MIN` (20) decided verdicts on the player against those opponents: a normal
+  approximation of rates from a handful of verdicts is no ground for an accusation (3 losses of
+  3 pass 4 standard errors). An honest strong player wins under both judges and is not
+  flagged; without a second opinion no player is.
 
 Cost: the text flags read at most `SAMPLE` outputs per player (drawn with the generator passed
 in), so 100 players x 500 questions cost 100 x 50 outputs, `PAIRS` set intersections and one
 regex scan per output. The length flag works on pair counts binned by length difference
-(`BINS`): O(players²) to bin, then every player's leave-one-out fit at once over the bins.
+(`BINS`): O(players²) to bin, then every player's leave-one-out fit at once over the bins; a
+second opinion costs O(players) per player the length test fired for, and nothing otherwise.
 """
 from __future__ import annotations
 
@@ -49,6 +66,7 @@ from typing import TypeVar
 import numpy as np
 
 from .battles import PairCounts
+from .judges import HUMANS
 
 SAMPLE = 50  # outputs read per player for the text flags
 PAIRS = 200  # random pairs of sampled outputs compared for `constant_output`
@@ -61,6 +79,7 @@ JUDGE_MIN, JUDGE_SHARE = 3, 0.05
 COPY_MIN, COPY_SHARE = 3, 0.10
 LENGTH_MARGIN = 0.25
 LENGTH_Z = 4.0
+SECOND_MIN = 20  # the other judge's decided verdicts on the player against the shared opponents, at least
 LENGTH_RIDGE = 0.1  # on the length coefficient: a field of two players does not make it infinite
 BINS = 101  # bins of the normalised length difference over [-1, 1]
 QUOTE = 60  # characters of a matched text quoted in the evidence
@@ -250,16 +269,97 @@ def text_flags(answers: Sequence[Answer], rng: np.random.Generator, *, total: in
     return [flag for flag in found if flag is not None]
 
 
-def length_flags(counts: PairCounts, lengths: Mapping[str, float]) -> dict[str, Flag]:
-    """`length_unexplained` per player of `counts` (players without a mean length in `lengths`,
-    such as an import's, take no part): see the module docstring."""
+@dataclass(frozen=True)
+class SecondOpinion:
+    """Another judge's verdicts (or the pooled human votes) on the same scope and level as the
+    board: its pair counts, to check a length flag against."""
+
+    judge: str
+    counts: PairCounts
+
+
+@dataclass(frozen=True)
+class LengthExcess:
+    """A player's score beyond what its length predicts on one board: `games` judgements,
+    `actual` and `expected` points in them, `z` standard errors apart; `length`: its mean
+    output length in characters."""
+
+    player: str
+    games: int
+    actual: float
+    expected: float
+    z: float
+    length: float
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A player's wins among the board's judge's decided verdicts (`games`, ties left out)
+    against the opponents `judge` also saw it play (`seen` decided verdicts there), and the wins
+    that judge's rates against them predict."""
+
+    judge: str
+    games: int
+    seen: int
+    actual: float
+    expected: float
+    z: float
+
+    @property
+    def excess(self) -> float:
+        """Wins beyond the other judge's prediction, per decided verdict."""
+        return (self.actual - self.expected) / self.games
+
+    @property
+    def significant(self) -> bool:
+        """Whether the other judge, on enough decided verdicts (`SECOND_MIN`), sees the player
+        win far less (`LENGTH_MARGIN`, `LENGTH_Z`): enough to flag it."""
+        return self.seen >= SECOND_MIN and self.excess >= LENGTH_MARGIN and self.z > LENGTH_Z
+
+
+def length_flags(counts: PairCounts, lengths: Mapping[str, float],
+                 others: Sequence[SecondOpinion] = ()) -> dict[str, Flag]:
+    """`length_unexplained` per player of `counts` whose wins its length does not explain
+    (`length_excess`) AND one of the other judges in `others` sees it win far less against the
+    same opponents (`disagreement`): see the module docstring. Without `others`, nobody is
+    flagged."""
+    flags: dict[str, Flag] = {}
+    if not others:
+        return flags
+    aligned: dict[str, np.ndarray] = {}
+    for test in length_excess(counts, lengths).values():
+        found = []
+        for other in others:
+            if other.judge not in aligned:
+                aligned[other.judge] = _align(counts.players, other.counts.players)
+            said = disagreement(counts, test.player, other, aligned[other.judge])
+            if said is not None and said.significant:
+                found.append(said)
+        if found:
+            said = max(found, key=lambda d: (d.z, d.judge))
+            who = "human votes give" if said.judge == HUMANS else f"judge {said.judge} gives"
+            flags[test.player] = Flag(
+                FlagKind.LENGTH_UNEXPLAINED,
+                f"wins {test.actual / test.games:.0%} of {test.games} judgements where its length predicts "
+                f"{test.expected / test.games:.0%} (z = {test.z:.1f}; mean length {test.length:,.0f} characters); "
+                f"against the same opponents {who} it {said.expected / said.games:.0%} of the decided verdicts where "
+                f"this judge gives it {said.actual / said.games:.0%} (z = {said.z:.1f}; {said.games} decided here, "
+                f"{said.seen} there)")
+    return flags
+
+
+def length_excess(counts: PairCounts, lengths: Mapping[str, float]) -> dict[str, LengthExcess]:
+    """The players of `counts` who win far more than their length predicts (`LENGTH_MARGIN` and
+    `LENGTH_Z`; players without a mean length in `lengths`, such as an import's, take no part).
+    One judge's verdicts: a much stronger player is among them too."""
     known = [i for i, p in enumerate(counts.players) if p in lengths]
     if len(known) < 3:
         return {}
-    index = np.array(known, dtype=np.intp)
-    players = [counts.players[i] for i in known]
-    games = counts.games[np.ix_(index, index)].astype(float)
-    score = (counts.wins + 0.5 * counts.ties)[np.ix_(index, index)].astype(float)  # i's points against j
+    games, score = counts.games.astype(float), counts.wins + 0.5 * counts.ties  # score: i's points against j
+    players = counts.players
+    if len(known) < len(players):  # (every player has outputs, usually: no copy of the matrices then)
+        cells = np.ix_(known, known)
+        games, score, players = games[cells], score[cells], [players[i] for i in known]
     length = np.array([lengths[p] for p in players], dtype=float)
     x = (length[:, None] - length[None, :]) / (length[:, None] + length[None, :] + 1.0)
     bins = np.rint((x + 1.0) / 2.0 * (BINS - 1)).astype(np.intp)  # x = -1 .. 1 onto 0 .. BINS-1
@@ -282,19 +382,52 @@ def length_flags(counts: PairCounts, lengths: Mapping[str, float]) -> dict[str, 
     variance = (games * p * (1.0 - p)).sum(axis=1)
     actual = score.sum(axis=1)
     played = games.sum(axis=1)
-    flags: dict[str, Flag] = {}
+    found: dict[str, LengthExcess] = {}
     for i, player in enumerate(players):
         if played[i] <= 0 or variance[i] <= 0:
             continue
         excess = (actual[i] - expected[i]) / played[i]
         z = (actual[i] - expected[i]) / np.sqrt(variance[i])
         if excess >= LENGTH_MARGIN and z > LENGTH_Z:
-            flags[player] = Flag(FlagKind.LENGTH_UNEXPLAINED,
-                                 f"wins {actual[i] / played[i]:.0%} of {int(played[i])} judgements where its length "
-                                 f"predicts {expected[i] / played[i]:.0%} (z = {z:.1f}; mean length "
-                                 f"{length[i]:,.0f} characters); one judge's verdicts cannot tell this from a "
-                                 "much stronger player: compare with another judge or with human votes")
-    return flags
+            found[player] = LengthExcess(player, int(played[i]), float(actual[i]), float(expected[i]), float(z),
+                                         float(length[i]))
+    return found
+
+
+def disagreement(counts: PairCounts, player: str, other: SecondOpinion,
+                 aligned: np.ndarray | None = None) -> Disagreement | None:
+    """How often `player` wins the decided verdicts (ties left out) of `counts`' judge against
+    the opponents `other` also saw it play, beside what `other`'s decided verdicts against each
+    of them predict (module docstring); None when they share no decided opponent.
+    `aligned`: `_align(counts.players, other.counts.players)`, when already made."""
+    there = _align(counts.players, other.counts.players) if aligned is None else aligned
+    i = counts.players.index(player)
+    j = int(there[i])
+    if j < 0:
+        return None
+    met = there >= 0
+    opponents = there[met]
+    won_here = counts.wins[i][met].astype(float)
+    decided_here = won_here + counts.wins[:, i][met]
+    won_there = other.counts.wins[j][opponents].astype(float)
+    decided_there = won_there + other.counts.wins[:, j][opponents]
+    shared = (decided_here > 0) & (decided_there > 0)
+    if not shared.any():
+        return None
+    n, m = decided_here[shared], decided_there[shared]
+    rate = won_there[shared] / m
+    smooth = (won_there[shared] + 0.5) / (m + 1.0)  # a rate of 0 or 1 from few verdicts is not certainty
+    expected = float((n * rate).sum())
+    actual = float(won_here[shared].sum())
+    variance = float((n * smooth * (1.0 - smooth) * (1.0 + n / m)).sum())
+    z = (actual - expected) / np.sqrt(variance)
+    return Disagreement(other.judge, int(n.sum()), int(m.sum()), actual, expected, float(z))
+
+
+def _align(players: Sequence[str], others: Sequence[str]) -> np.ndarray:
+    """For each of `players`, its index among `others` (-1 where absent)."""
+    where = {p: k for k, p in enumerate(others)}
+    return np.array([where.get(p, -1) for p in players], dtype=np.intp)
 
 
 def _fit(x: np.ndarray, games: np.ndarray, points: np.ndarray, iterations: int = 50) -> np.ndarray:

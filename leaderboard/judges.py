@@ -115,3 +115,15 @@ def choose_judge(summaries: Iterable[JudgeSummary], named: str | None = None) ->
     if judges:
         return JudgeChoice(HUMANS, ChosenBy.HUMANS_ONLY, judges)
     return JudgeChoice(None, ChosenBy.NO_VERDICTS, judges)
+
+
+def second_judges(choice: JudgeChoice, limit: int) -> list[str]:
+    """The judges whose verdicts can check the board's (a gaming flag needs a second opinion):
+    the others on its scope, most verdicts first, at most `limit`. Human voters count once,
+    pooled (`human`), and not at all on a human's board: its votes are among theirs."""
+    if choice.judge is None:
+        return []
+    own_human = is_human(choice.judge)
+    found = [s.judge for s in choice.others
+             if not (s.judge.startswith(HUMAN_PREFIX) or (own_human and is_human(s.judge)))]
+    return found[:limit]

@@ -21,7 +21,9 @@ by one dimension of the `dimensions` criteria set, whose outcomes are derived fr
 calls at read time, and so is a board with bootstrap intervals (`bootstrapped`: it resamples the
 questions, which the tallies do not keep), computed once per revision with a fixed seed. A
 board rated by Davidson's tie model (`tied`) is refitted from the plain board's pair counts,
-once per revision.
+once per revision. `second_opinions` hands the gaming flags the pair counts of the other judges
+on a board's scope (`leaderboard.flags.length_flags` needs a second judge), from their streams
+without a fit.
 
 Judge health, for the page and GET /api/judges, is cached apart: `service.judge_health_cache`.
 """
@@ -42,7 +44,8 @@ from leaderboard.battles import BattleLike, PairCounts
 from leaderboard.board import with_intervals
 from leaderboard.components import component_bootstrap
 from leaderboard.effects import Effects, fit_effects, fit_effects_counts
-from leaderboard.judges import JudgeChoice, choose_judge
+from leaderboard.flags import SecondOpinion
+from leaderboard.judges import JudgeChoice, choose_judge, second_judges
 from leaderboard.players import SideRow, player_of
 from leaderboard.style import StyleUnavailable
 from leaderboard.style_board import ComponentCoefficient, styled_board
@@ -64,6 +67,7 @@ BOOTSTRAP_ROUNDS = 200  # resamples of the questions behind a board's bootstrap 
 SLOW_FIT_S = 0.02  # an overall board whose fit takes longer is refitted in the background for the pages
 BOOTSTRAP_SEED = 0  # the same judgements always give the same bootstrap intervals
 STALE_FROM = 5_000  # verdicts from which a page serves a tournament's last board while a newer one is made
+SECOND_OPINIONS = 3  # other judges (most verdicts first) a board's length flag is checked against
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,20 @@ class Board:
     revision: int
     counts: PairCounts | None = field(default=None, compare=False, repr=False)
     seq: int | None = field(default=None, compare=False, repr=False)  # over a tournament: `Store.tournament_seq`
+
+
+@dataclass(frozen=True)
+class Opinions:
+    """Other judges' pair counts on a board's scope and level, what its length flag is checked
+    against (`leaderboard.flags.length_flags`), and the revision each includes everything up to."""
+
+    opinions: tuple[SecondOpinion, ...] = ()
+    revisions: tuple[int, ...] = ()
+
+    @property
+    def stamp(self) -> tuple[tuple[str, int], ...]:
+        """(judge, revision) of each: flags made against the same stamp still hold."""
+        return tuple(zip((o.judge for o in self.opinions), self.revisions))
 
 
 S = TypeVar("S", Board, Roster)  # a result over a tournament, rebuilt from scratch when its matches resolve
@@ -216,6 +234,7 @@ class Stream:
         self._players = Players()
         self._tallies = {level: Tally(k=self.k) for level in Level}
         self._boards: dict[Level, Board] = {}
+        self._counts: dict[Level, PairCounts] = {}  # made without a fit (another board's second opinion)
         self._last: dict[Level, Board] = {}  # the newest board fitted per level, kept across catch-ups
         self._fit_s: dict[Level, float] = {}  # how long the newest fit per level took
 
@@ -233,6 +252,20 @@ class Stream:
                 self._fit_s[level] = time.perf_counter() - began
                 self._last[level] = board
             return board
+
+    def counts(self, level: Level, revision: int) -> tuple[PairCounts, int]:
+        """The pair counts at `level` up to `revision` (or later) and the seq they include, without
+        fitting a board when none is kept: what another judge's length flag is checked against."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            board = self._boards.get(level)
+            if board is not None and board.counts is not None:
+                return board.counts, self.seq
+            counts = self._counts.get(level)
+            if counts is None:
+                counts = self._counts[level] = self._tallies[level].counts()
+            return counts, self.seq
 
     def system_counts(self, revision: int) -> tuple[list[tuple[str, str]], PairCounts, int] | None:
         """The system level's pair counts up to `revision` (or later), each system as its (model,
@@ -264,6 +297,7 @@ class Stream:
                 if seq != self.seq:
                     self.seq = seq
                     self._boards.clear()
+                    self._counts.clear()
                 if len(rows) < CHUNK:
                     return
         except BaseException:
@@ -367,6 +401,24 @@ class BoardCache:
         if tournament_id is not None:
             self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         return self._board_at(level, tournament_id, judge, dimension, self.store.revision())
+
+    def second_opinions(self, level: Level, choice: JudgeChoice, revision: int, *, tournament_id: int | None = None,
+                        dimension: str | None = None) -> Opinions:
+        """The pair counts of up to `SECOND_OPINIONS` other judges with verdicts on the scope of
+        `choice`'s board (`leaderboard.judges.second_judges`), at `level` and at least `revision`:
+        overall, the counts the judges' streams keep current (no fit, no judgement read again
+        once warm); over a tournament or a dimension, their boards kept like any other."""
+        opinions: list[SecondOpinion] = []
+        revisions: list[int] = []
+        for judge in second_judges(choice, SECOND_OPINIONS):
+            if tournament_id is None and dimension is None:
+                counts, seen = self._stream(judge).counts(level, revision)
+            else:
+                other = self._board_at(level, tournament_id, judge, dimension, revision)
+                counts, seen = (other.counts if other.counts is not None else PairCounts.empty()), other.revision
+            opinions.append(SecondOpinion(judge, counts))
+            revisions.append(seen)
+        return Opinions(tuple(opinions), tuple(revisions))
 
     def bootstrapped(
         self, level: Level, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
@@ -562,10 +614,12 @@ class BoardCache:
             return self._latest_effects.get(judge)
 
     def warm(self) -> None:
-        """Build the default judge's boards now, so the first request does not pay for a cold start."""
+        """Build the default judge's boards now, and the counts of the other judges its length
+        flag is checked against, so the first request does not pay for a cold start."""
         try:
             for level in Level:
-                self.judged(level)
+                choice, board = self.judged(level)
+                self.second_opinions(level, choice, board.revision)
         except Exception:  # a failed warm-up only means the first request builds the board
             log.exception("warming the leaderboard cache failed")
 

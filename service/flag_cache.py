@@ -3,10 +3,14 @@
 Why two parts: the text flags (near-constant outputs, addressing the judge, copying the
 question) depend only on the submissions, so they are computed per level once per submission
 mark (`Store.submission_mark`: the newest submission's id), reading a seeded sample of at most
-`leaderboard.flags.SAMPLE` outputs per player. The length flag depends on the board's verdicts:
-it is computed from the board's pair counts and the players' mean output lengths, once per board
-revision, in milliseconds. A player with only an import's placeholders (battles without outputs)
-has no text and no length: it is never flagged.
+`leaderboard.flags.SAMPLE` outputs per player. The length flag depends on the board's verdicts
+and on a second opinion: it is computed from the board's pair counts, the players' mean output
+lengths and the pair counts of the other judges on the same scope and level (`Opinions`, which
+the caller gets from `BoardCache.second_opinions`), once per board revision and other judges'
+revisions, in milliseconds. Without another judge (or human votes) on the scope, no player
+carries it: one judge's verdicts cannot tell a much stronger player from one gaming that judge.
+A player with only an import's placeholders (battles without outputs) has no text and no
+length: it is never flagged.
 
 The text pass costs about a second per level at 100 players x 500 questions (`bench/flags.py`).
 The page (`soon=True`) serves the last pass at once while the new one runs in the background
@@ -28,7 +32,7 @@ import numpy as np
 from leaderboard.flags import SAMPLE, Flag, bottom_k, length_flags, text_flags
 from leaderboard.players import player_of
 from leaderboard.types import Level
-from service.boards import Board
+from service.boards import Board, Opinions
 from service.pages.board_view import mean_lengths
 from service.refreshes import Refreshes
 from service.revisioned import Lru
@@ -38,6 +42,7 @@ FLAG_SEED = 0  # the same submissions always give the same sample, so the same f
 KEPT = 32  # boards' flags kept (by level, judge, tournament, dimension)
 WAIT_S = 1.0  # how long a page waits for the first text pass before showing the board without it
 API_WAIT_S = 2.0  # how long GET /api/leaderboard waits for a new text pass before answering with the last
+NO_OPINIONS = Opinions()  # no other judge on the scope: no length flag
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class BoardFlags:
     revision: int
     flags: dict[str, tuple[Flag, ...]] = field(default_factory=dict)
     current: bool = True  # False: text flags from before the newest submissions (a page's, being refreshed)
+    opinions: tuple[tuple[str, int], ...] = ()  # the other judges' (judge, revision) the length flag was checked against
 
     def of(self, player: str) -> tuple[Flag, ...]:
         """The player's flags, empty for an honest one."""
@@ -92,10 +98,11 @@ class FlagCache:
         self._boards: Lru[BoardFlags] = Lru(KEPT)
         self._refreshes = Refreshes("flags")
 
-    def of(self, board: Board, key: Hashable, *, soon: bool = False, wait_s: float = WAIT_S,
-           stale_ok: bool = True) -> BoardFlags:
+    def of(self, board: Board, key: Hashable, *, opinions: Opinions = NO_OPINIONS, soon: bool = False,
+           wait_s: float = WAIT_S, stale_ok: bool = True) -> BoardFlags:
         """The flags of `board`'s players (`key`: what else names the board, such as its judge and
-        tournament), computed once per board revision and submission mark. `soon` (the pages):
+        tournament), computed once per board revision, other judges' revisions (`opinions`: what
+        the length flag is checked against; none, no length flag) and submission mark. `soon` (the pages):
         the text flags of the last pass at once while a newer one runs in the background (none
         while the first pass takes over `WAIT_S`)."""
         if soon:
@@ -109,15 +116,15 @@ class FlagCache:
             texts, current = self._text_flags(board.level), True
         full = (board.level, key, texts.mark)
         cached = self._boards.get(full, board.revision)
-        if cached is not None:
+        if cached is not None and cached.opinions == opinions.stamp:
             return cached if current else dataclasses.replace(cached, current=False)
-        by_length = {} if board.counts is None else length_flags(board.counts, texts.lengths)
+        by_length = {} if board.counts is None else length_flags(board.counts, texts.lengths, opinions.opinions)
         flags: dict[str, tuple[Flag, ...]] = {}
         for row in board.rows:
             found = [*texts.flags.get(row.player, ()), *([by_length[row.player]] if row.player in by_length else [])]
             if found:
                 flags[row.player] = tuple(found)
-        made = BoardFlags(board.revision, flags)
+        made = BoardFlags(board.revision, flags, opinions=opinions.stamp)
         self._boards.put(full, made)
         return made if current else dataclasses.replace(made, current=False)
 

@@ -1,11 +1,16 @@
 """The gaming flags' text pass is incremental: a player's sample is its ids of smallest rank, so
-outputs that arrive later change it rarely, and a pass after them equals a pass from scratch."""
+outputs that arrive later change it rarely, and a pass after them equals a pass from scratch.
+The length flag is kept per board revision and other judges' revisions: a second opinion that
+moves redoes it at the same board revision."""
 from __future__ import annotations
 
 import random
 
-from leaderboard.flags import SAMPLE, FlagKind, bottom_k, rank
-from leaderboard.types import Level
+from leaderboard.battles import pair_counts
+from leaderboard.flags import SAMPLE, FlagKind, SecondOpinion, bottom_k, rank
+from leaderboard.tally import Tally
+from leaderboard.types import Battle, Level, Winner
+from service.boards import Board, Opinions
 from service.flag_cache import FlagCache
 from service.store import NewSubmission, Store
 
@@ -47,3 +52,32 @@ def test_a_pass_after_new_outputs_equals_a_pass_from_scratch(store: Store) -> No
     assert again.mark > first.mark
     scratch = FlagCache(store)._text_flags(Level.MODEL)
     assert again.flags == scratch.flags and again.lengths == scratch.lengths
+
+
+def judged(strength: dict[str, float], seed: int) -> list[Battle]:
+    """Every pair 40 times; logit = strength difference (lengths play no part)."""
+    rng = random.Random(seed)
+    players = sorted(strength)
+    return [Battle(a, b, Winner.A if rng.random() < 1 / (1 + 2.718281828 ** (strength[b] - strength[a])) else Winner.B,
+                   f"q{q}") for i, a in enumerate(players) for b in players[i + 1:] for q in range(40)]
+
+
+def test_the_length_flag_is_redone_when_a_second_opinion_moves(store: Store) -> None:
+    rng = random.Random(4)
+    players = ("honest-1", "honest-2", "honest-3", "cheat")
+    store.add_submissions([s for m in players for s in answers(rng, m, 0, 20)])  # the same length, about
+    tally = Tally(k=32.0)
+    tally.add(judged({"honest-1": 0.0, "honest-2": 0.0, "honest-3": 0.0, "cheat": 3.0}, seed=1))
+    counts = tally.counts()
+    board = Board(Level.MODEL, tally.board(counts), 240, revision=7, counts=counts)
+    fair = pair_counts(judged({p: 0.0 for p in players}, seed=2))
+    cache = FlagCache(store)
+    alone = cache.of(board, "x")
+    assert alone.of("cheat") == () and alone.opinions == ()
+    second = Opinions((SecondOpinion("anthropic/fair", fair),), (7,))
+    checked = cache.of(board, "x", opinions=second)
+    assert [f.kind for f in checked.of("cheat")] == [FlagKind.LENGTH_UNEXPLAINED]
+    assert "judge anthropic/fair gives it" in checked.of("cheat")[0].evidence
+    assert checked.opinions == (("anthropic/fair", 7),) and cache.of(board, "x", opinions=second) is checked
+    agrees = Opinions((SecondOpinion("anthropic/fair", counts),), (8,))  # the same verdicts: no disagreement
+    assert cache.of(board, "x", opinions=agrees).of("cheat") == ()

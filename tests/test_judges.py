@@ -12,6 +12,7 @@ from leaderboard.judges import (
     choose_judge,
     is_human,
     merge,
+    second_judges,
     with_humans_pooled,
 )
 
@@ -67,3 +68,12 @@ def test_merge_adds_verdicts_and_keeps_the_newest_tournament() -> None:
 def test_who_is_human() -> None:
     assert is_human("human/alice") and is_human(HUMANS)
     assert not is_human("humane/judge") and not is_human("anthropic/human")
+
+
+def test_second_judges_count_human_votes_once_and_never_on_a_humans_board() -> None:
+    judges = [CLAUDE, LLAMA, ALICE, BOB, JudgeSummary("openai/qwen", 3)]
+    assert second_judges(choose_judge(judges), 5) == ["anthropic/claude", HUMANS, "openai/qwen"]
+    assert second_judges(choose_judge(judges), 2) == ["anthropic/claude", HUMANS]  # most verdicts first
+    assert second_judges(choose_judge(judges, "human/alice"), 5) == ["openai/llama", "anthropic/claude", "openai/qwen"]
+    assert second_judges(choose_judge(judges, HUMANS), 5) == ["openai/llama", "anthropic/claude", "openai/qwen"]
+    assert second_judges(choose_judge([CLAUDE]), 5) == [] and second_judges(choose_judge([]), 5) == []

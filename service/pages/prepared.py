@@ -125,7 +125,9 @@ class PreparedBoards:
             return None
         choice, board = judged
         lengths, means = self.lengths.of(view.level)
-        flags = self.flags.of(board, (view.tournament, choice.judge, view.dimension), soon=True)
+        opinions = self.boards.second_opinions(view.level, choice, board.revision, tournament_id=view.tournament,
+                                               dimension=view.dimension)
+        flags = self.flags.of(board, (view.tournament, choice.judge, view.dimension), opinions=opinions, soon=True)
         kept = self._kept.latest(view)
         if (kept is not None and kept.board.rows is board.rows and kept.lengths == lengths
                 and kept.choice.judge == choice.judge and kept.flags.flags == flags.flags):

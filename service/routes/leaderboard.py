@@ -283,7 +283,9 @@ def get_leaderboard(
     level, name = by.level, (dimension.value if dimension is not None else None)
     with judge_not_found():
         choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name)
-    flags = flag_cache.of(board, (tournament, choice.judge, name), soon=True, wait_s=API_WAIT_S, stale_ok=False)
+    opinions = boards.second_opinions(level, choice, board.revision, tournament_id=tournament, dimension=name)
+    flags = flag_cache.of(board, (tournament, choice.judge, name), opinions=opinions, soon=True, wait_s=API_WAIT_S,
+                          stale_ok=False)
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
     anchored = spec is not None and spec.anchored and name is None and level is spec.level
     rounds = seed = None
