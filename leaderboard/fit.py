@@ -243,13 +243,17 @@ def fit_pairs(
         return np.zeros(0)
     upper, lower, diagonal = i * n + j, j * n + i, np.arange(n) * (n + 1)
 
-    def evaluate(beta: np.ndarray) -> tuple[float, np.ndarray]:
-        """(penalised NLL, P(i beats j) per pair) at β."""
+    def probabilities(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(P(i beats j), d = βi - βj, e = exp(-|d|)) per pair at β."""
         d = beta[i] - beta[j]
         e = np.exp(-np.abs(d))
-        p = np.where(d >= 0.0, 1.0, e) / (1.0 + e)
+        return np.where(d >= 0.0, 1.0, e) / (1.0 + e), d, e
+
+    def objective(beta: np.ndarray, d: np.ndarray, e: np.ndarray) -> float:
+        """The penalised NLL at β (d, e as `probabilities` gives them): needed only for a line
+        search, so a warm-started refit near the optimum never computes it."""
         softplus = np.maximum(d, 0.0) + np.log1p(e)  # log(1 + e^d), without overflow
-        return float(g @ softplus - w @ d) + 0.5 * (ridge * float(beta @ beta) + float(beta.sum()) ** 2 / n), p
+        return float(g @ softplus - w @ d) + 0.5 * (ridge * float(beta @ beta) + float(beta.sum()) ** 2 / n)
 
     if start is None:  # each player's log-odds of scoring against the field: a step or two nearer than 0
         won = np.bincount(i, w, n) + np.bincount(j, g - w, n)
@@ -258,7 +262,7 @@ def fit_pairs(
         beta -= beta.mean()
     else:
         beta = np.array(start, dtype=float)
-    value, p = evaluate(beta)
+    p, d, e = probabilities(beta)
     previous = math.inf  # the size of the last full step
     for _ in range(max_iter):
         r, h = g * p - w, g * p * (1.0 - p)
@@ -279,15 +283,16 @@ def fit_pairs(
             return beta - beta.mean()
         decrement = float(grad @ step)
         t = 1.0
-        trial = evaluate(beta - step)
+        trial = probabilities(beta - step)
         if decrement > 0.5:  # far from the optimum: backtrack until the objective drops enough
-            while trial[0] > value - 0.25 * t * decrement:
+            value = objective(beta, d, e)
+            while objective(beta - t * step, *trial[1:]) > value - 0.25 * t * decrement:
                 t *= 0.5
                 if t < 1e-12:
                     raise ConvergenceError("Bradley-Terry line search failed")
-                trial = evaluate(beta - t * step)
+                trial = probabilities(beta - t * step)
         beta = beta - t * step
-        value, p = trial
+        p, d, e = trial
         if t == 1.0 and size < previous < math.inf and size**3 < 0.01 * tol * previous**2:
             return beta - beta.mean()
         previous = size if t == 1.0 else math.inf

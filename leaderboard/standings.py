@@ -76,12 +76,18 @@ def standings(battles: Iterable[BattleLike] | BattleTable | PairCounts) -> Stand
     wins, ties, games = counts.wins, counts.ties, counts.games
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = np.where(games > 0, (wins + 0.5 * ties) / games, np.nan)
-    records = {
+    return Standings(players=counts.players, records=records_of(counts), count_matrix=games, win_rate_matrix=rates)
+
+
+def records_of(counts: PairCounts) -> dict[str, Record]:
+    """Each player's record from pair counts, without the head-to-head matrices (a live board
+    needs only these, at every new judgement)."""
+    wins, ties = counts.wins, counts.ties
+    return {
         player: Record(player=player, wins=won, losses=lost, ties=tied)
         for player, won, lost, tied in zip(counts.players, wins.sum(axis=1).tolist(),
                                            wins.sum(axis=0).tolist(), ties.sum(axis=1).tolist())
     }
-    return Standings(players=counts.players, records=records, count_matrix=games, win_rate_matrix=rates)
 
 
 def round_robin_ranking(battles: Iterable[BattleLike]) -> list[str]:

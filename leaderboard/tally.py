@@ -18,7 +18,7 @@ from .bounds import bounds
 from .components import components
 from .ranks import rank_intervals
 from .ratings import apply_elo, bradley_terry_intervals
-from .standings import standings
+from .standings import records_of
 from .types import Rating
 from .widths import KeptWidths
 
@@ -151,7 +151,7 @@ def _component_rows(
 ) -> list[Rating]:
     """The rows of one connected component, best first."""
     fitted = bradley_terry_intervals(counts, confidence=0.95, start=start, widths=widths)
-    records = standings(counts).records
+    records = records_of(counts)
     found = bounds(counts.points)
     if found.bounded:
         ranks = rank_intervals({p: (low, high) for p, (_, low, high) in fitted.items()})
