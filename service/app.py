@@ -40,6 +40,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service import heap
 from service.api_models import check_judge_spec
 from service.auth import private_reads
 from service.boards import BoardCache
@@ -252,8 +253,18 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
 # ---- the app --------------------------------------------------------------------------------
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The API and page for `settings`; raises ValueError for settings it cannot serve with."""
+def warm_then_settle(boards: BoardCache, settle: bool) -> None:
+    """Warm the boards; with `settle`, then freeze the heap they built out of the collector's
+    sight (`service.heap`): the boards live as long as the process."""
+    boards.warm()
+    if settle:
+        heap.settle()
+
+
+def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
+    """The API and page for `settings`; raises ValueError for settings it cannot serve with.
+    `own_process`: the app is the whole process (`joust api`), so it may set the process's
+    garbage collector (`service.heap`); an app inside a test or another program leaves it."""
     if not settings.api_key:
         raise ValueError("an API key is required to serve the API (JOUST_API_KEY; `joust up` makes one)")
     if not settings.redis_url:
@@ -280,7 +291,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.pages = prepared_boards(store, app.state.boards, app.state.flags)
         app.state.winrates = winrate_cache()
         # Reading a large store takes seconds: start now rather than on the first request.
-        warm = threading.Thread(target=boards.warm, name="joust-boards-warm", daemon=True)
+        warm = threading.Thread(target=warm_then_settle, args=(boards, own_process), name="joust-boards-warm", daemon=True)
         warm.start()
         try:
             yield

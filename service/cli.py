@@ -53,6 +53,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from . import heap
     from .app import create_app
     from .processes import ensure_api_key
 
@@ -62,8 +63,9 @@ def cmd_api(args: argparse.Namespace) -> int:
     # A request waits for the interpreter lock while the pages' background refits hold it: hand it
     # over every millisecond rather than every 5, so a page is not queued behind a 400-player fit.
     sys.setswitchinterval(API_SWITCH_INTERVAL_S)
+    heap.tune()  # see service.heap: a large long-lived heap, and a start that reads every judgement
     # log_config=None: uvicorn's loggers propagate to the root logger `main` set up (text or JSON).
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level, log_config=None)
+    uvicorn.run(create_app(settings, own_process=True), host=args.host, port=args.port, log_level=args.log_level, log_config=None)
     return 0
 
 
