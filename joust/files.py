@@ -9,8 +9,9 @@ column) is JSON and must hold an object.
 An `output` that is a conversation (a JSON list of `{"role", "content"}` turns, as MT-Bench's
 two; JSON, JSONL and Parquet only: a CSV cell is text) is kept apart turn by turn by default
 (`conversations="turns"`): the k-th user turn and the assistant's reply to it become a row of
-their own, question_id suffixed `/turn-k` from the second turn on (turn 1 keeps the id; with no
-question_id each turn's question is hashed apart by the API) and `turn` k in its metadata.
+their own, question_id suffixed `#turn<k>` from the second turn on, as joust's importers name a
+later turn, so imported votes on it meet these outputs (turn 1 keeps the id; with no question_id
+each turn's question is hashed apart by the API) and `turn` k in its metadata.
 `conversations="whole"` keeps the list, so the API judges the whole conversation.
 """
 from __future__ import annotations
@@ -86,7 +87,7 @@ def split_turns(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
             split["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), "turn": k}
             question_id = row.get("question_id")
             if k > 1 and isinstance(question_id, str) and question_id:
-                split["question_id"] = f"{question_id}/turn-{k}"
+                split["question_id"] = f"{question_id}#turn{k}"
             rows.append(split)
     columns = list(frame.columns) + [c for c in ("question", "metadata") if c not in frame.columns]
     return pd.DataFrame.from_records(rows, columns=columns)

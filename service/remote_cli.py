@@ -342,7 +342,7 @@ def add_parsers(sub: SubParsers) -> None:
                         help="store this column in each row's metadata (repeat for several)")
     submit.add_argument("--conversations", choices=FILE_CONVERSATIONS, default="turns",
                         help="an output that is a list of {role, content} turns: each turn its own question "
-                             "(question_id/turn-2, ...; the default), or the whole conversation judged as one")
+                             "(question_id#turn2, ...; the default), or the whole conversation judged as one")
     submit.add_argument("--ids", action="store_true", help="print each row's submission id, one per line")
     submit.set_defaults(func=_run(cmd_submit))
 

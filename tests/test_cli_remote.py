@@ -122,9 +122,9 @@ def test_submit_keeps_turns_apart_unless_told_to_judge_the_whole_conversation(
     stored = api(url, "/api/submissions")["submissions"]
     assert [(s["question_id"], s["question"], s["output"], s["metadata"]) for s in stored] == [
         ("mt1", "Write a haiku.", "[good] haiku", {"turn": 1}),
-        ("mt1/turn-2", "Now make it rhyme.", "[good] rhyme", {"turn": 2}),
+        ("mt1#turn2", "Now make it rhyme.", "[good] rhyme", {"turn": 2}),
         ("mt1", "Write a haiku.", "[bad] haiku", {"turn": 1}),
-        ("mt1/turn-2", "Now make it rhyme.", "[bad] rhyme", {"turn": 2})]
+        ("mt1#turn2", "Now make it rhyme.", "[bad] rhyme", {"turn": 2})]
     whole = tmp_path / "whole.jsonl"
     whole.write_text("\n".join(json.dumps(r) for r in mt_rows("mt2")))
     assert run(capsys, "submit", str(whole), "--conversations", "whole")[0] == 0
@@ -332,3 +332,18 @@ def test_judgements_list_agrees_with_the_api(submitted: str, env: Settings, db: 
     assert (code, out) == (2, "") and "query parameter filter" in err and "inconsistent" in err
     with pytest.raises(SystemExit):
         run(capsys, "judgements", "list", "--limit", "0")
+
+
+def test_a_later_turn_is_named_as_the_importers_name_it(tmp_path: Path) -> None:
+    """Outputs split by turn and imported votes on that turn name the same question, so the
+    votes meet the outputs (an MT-Bench human judgement of turn 2 and its conversation)."""
+    from joust.files import read_submissions
+    from service.importers.common import Record
+    from service.importers.verdicts import read_row
+
+    path = tmp_path / "mt.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in mt_rows("81")))
+    submitted = set(read_submissions(path)["question_id"])
+    vote = read_row(tmp_path / "votes.csv", Record(2, {"question_id": "81", "turn": "2", "model_a": "good",
+                                                       "model_b": "bad", "winner": "model_a"}))
+    assert vote.question_id in submitted and vote.question_id != "81"
