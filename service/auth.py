@@ -140,14 +140,20 @@ require_api_key = require_admin
 
 async def private_reads(request: Request) -> None:
     """An app-wide dependency: with JOUST_PRIVATE=1 every route but PUBLIC_PATHS and
-    PUBLIC_PREFIXES needs a key (any scope; Bearer, or Basic for a browser): 401 with both
-    challenges without one, 403 with one that is not valid. Without JOUST_PRIVATE it does nothing."""
+    PUBLIC_PREFIXES needs a key (any scope but a voter's alone; Bearer, or Basic for a browser):
+    401 with both challenges without one, 403 with one that is not valid. A key whose only scope
+    is `vote` reads nothing (403; it may still post votes): it opens `/vote`, whose answers are
+    blind, and would otherwise find in the submissions which model wrote each. Without JOUST_PRIVATE it does nothing."""
     path = request.url.path
     if not request.app.state.settings.private or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
         return
-    if await identify(request, basic=True) is None:
+    caller = await identify(request, basic=True)
+    if caller is None:
         raise ApiError(
             401,
             "this joust is private: send the header 'Authorization: Bearer <api key>' (any key may read)",
             headers={"WWW-Authenticate": f"{CHALLENGE}, {BROWSER_CHALLENGE}"},
         )
+    if set(caller.scopes) == {Scope.VOTE} and request.method in ("GET", "HEAD"):  # its votes it may still post
+        raise ApiError(403, f"the API key {caller.name!r} is a voter's: in a private joust it opens /vote only, "
+                            "where the answers are blind, and reads nothing else")

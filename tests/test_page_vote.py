@@ -396,3 +396,18 @@ def test_a_private_joust_lets_a_voter_vote_with_the_cookie_alone(make_client: Ma
     # the cookie is authentication for /vote only
     assert client.get("/api/submissions", headers={"Cookie": f"{COOKIE}={key}"}).status_code == 401
     assert client.get("/judges", headers={"Cookie": f"{COOKIE}={key}"}).status_code == 401
+
+
+def test_in_a_private_joust_a_voters_key_reads_nothing_that_would_unblind_it(make_client: MakeClient) -> None:
+    client = make_client(private=True)
+    ids = submit(client, "q1", {"m1": "secret answer", "m2": "another secret"})
+    key = issue(client, "alice", "vote")
+    reader = issue(client, "reader")
+    for path in ("/api/submissions", "/api/leaderboard", "/api/judgements", "/judges", "/"):
+        refused = client.get(path, headers={"Authorization": f"Bearer {key}"})
+        assert refused.status_code == 403 and "opens /vote only" in refused.text, path
+        assert client.get(path, headers={"Authorization": f"Bearer {reader}"}).status_code == 200, path
+    # what a voter's key is for still works: the page, and votes through the API
+    assert sign_in(client, key).status_code == 303 and client.get("/vote").status_code == 200
+    vote = {"a": ids["m1"], "b": ids["m2"], "winner": "A", "voter": "alice"}
+    assert client.post("/api/votes", json=vote, headers={"Authorization": f"Bearer {key}"}).status_code == 201
