@@ -151,7 +151,7 @@ async def private_reads(request: Request) -> None:
     if caller is None:
         raise ApiError(
             401,
-            "this joust is private: send the header 'Authorization: Bearer <api key>' (any key may read)",
+            "this joust is private: send the header 'Authorization: Bearer <api key>' (any key but a voter's may read)",
             headers={"WWW-Authenticate": f"{CHALLENGE}, {BROWSER_CHALLENGE}"},
         )
     if set(caller.scopes) == {Scope.VOTE} and request.method in ("GET", "HEAD"):  # its votes it may still post
