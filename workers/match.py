@@ -21,69 +21,39 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager
-
-from redis.asyncio import Redis
+from typing import AsyncContextManager
 
 from leaderboard.consistency import match_seed
 from leaderboard.keys import content_hash, keyed_order, orient
 from leaderboard.pricing import priced_calls
 from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
-from service.config import Settings
 from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
 
-from .backoff import retry_delay
 from . import logcontext
-from .budget import BUDGET, BudgetExceeded, Meter, SpendBook, charge_unrecorded, stop_for, stop_if_over_budget
-from .callstats import CallStats
+from .backoff import retry_delay
+from .budget import (
+    BUDGET,
+    BudgetExceeded,
+    Meter,
+    charge_unrecorded,
+    stop_for,
+    stop_if_over_budget,
+)
 from .criteria import Judged, criteria_set
+from .deps import Deps, Offload, Requeue, fail  # noqa: F401  (re-exported: the engine and batches import them here)
 from .errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
 from .gate import Budget, ClaimLost, Gate, GatedJudge
 from .leases import Leases
 from .pairwise import calls_as_json
-from .ratelimit import Limits, SharedRateLimit
-from .registry import JudgePool
+from .panel import resolve_panel
+from .ratelimit import Limits
 
 log = logging.getLogger(__name__)
 
 TWIN_WAIT_S = 2.0
 BATCH_DISCOUNT = 0.5  # Anthropic's Message Batches cost half the live price
-
-Offload = Callable[..., Awaitable[Any]]
-Requeue = Callable[[int, float, str], Awaitable[None]]
-
-
-@dataclass
-class Deps:
-    """What judging a match needs, built once per worker process and handed to every match.
-
-    `io(fn, *args)` runs a blocking call (the store, RQ) on a thread; `requeue(match_id, delay_s,
-    why)` puts a match back on the queue; `redis` is the asyncio client the leases, the rate
-    limit and the spend book share; `rng` draws the retry jitter.
-    """
-
-    settings: Settings
-    store: Store
-    io: Offload
-    judges: JudgePool
-    requeue: Requeue | None = None
-    leases: Leases | None = None
-    limiter: SharedRateLimit | None = None
-    spend: SpendBook | None = None
-    redis: Redis | None = None
-    rng: random.Random = field(default_factory=random.Random)
-    slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
-    stats: CallStats | None = None  # the process's call counts for /metrics
-
-    def slot(self, spec: str, concurrency: int) -> asyncio.Semaphore:
-        """The process's limit of calls in flight to judge `spec`."""
-        found = self.slots.get(spec)
-        if found is None:
-            found = self.slots[spec] = asyncio.Semaphore(concurrency)
-        return found
 
 
 @dataclass(frozen=True)
@@ -159,8 +129,6 @@ async def open_match(deps: Deps, match_id: int) -> Opened | MatchOutcome:
     if ctx.status not in ACTIVE:
         return MatchOutcome.SKIPPED
     if ctx.spec.judges is not None:  # a panel's match asks no judge: its members' verdicts make its own
-        from .panel import resolve_panel
-
         return await resolve_panel(deps, ctx)
     keyed = key_of(ctx)
     if await resolve_from_store(deps, ctx, keyed.answering):
@@ -287,15 +255,6 @@ async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version
         await charge_unrecorded(store, io, table, ctx, meter, discount)
     await io(store.resolve_match, ctx.match_id, judgement_id, judged.outcome.winner, judged.outcome.consistent,
              made=created)
-
-
-async def fail(deps: Deps, ctx: MatchContext, error: str) -> None:
-    """Record the match as failed; its run stops itself after too many failures in a row."""
-    stopped = await deps.io(deps.store.fail_match, ctx.match_id, error, final=True,
-                            stop_after=deps.settings.stop_after_failures)
-    if stopped:
-        log.warning("tournament %d stopped: %d matches failed in a row, the last with %s",
-                    ctx.tournament_id, deps.settings.stop_after_failures, error)
 
 
 async def wait_for_twin(deps: Deps, ctx: MatchContext) -> MatchOutcome:

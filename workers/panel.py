@@ -24,7 +24,7 @@ from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
 from service.store import MatchContext, NewJudgement
 
-from . import match as matches
+from .deps import Deps, fail
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def panel_key_judge(jury: Panel, member: str | None = None) -> str:
     return f"{jury.judge}\x1f{jury.aggregation.value}\x1f{who}"
 
 
-async def resolve_panel(deps: matches.Deps, ctx: MatchContext) -> MatchOutcome:
+async def resolve_panel(deps: Deps, ctx: MatchContext) -> MatchOutcome:
     """Resolve a panel match from its members' judgements (module docstring)."""
     jury = ctx.spec.jury
     assert jury is not None
@@ -62,7 +62,7 @@ async def resolve_panel(deps: matches.Deps, ctx: MatchContext) -> MatchOutcome:
         waiting = await io(store.members_waiting, root, ctx.a.id, ctx.b.id)
         gone = [m for m in missing if m not in waiting]
         if gone:
-            await matches.fail(deps, ctx, f"PanelError: no verdict from {', '.join(gone)} on this pair "
+            await fail(deps, ctx, f"PanelError: no verdict from {', '.join(gone)} on this pair "
                                           "(its match failed or was cancelled)")
             return MatchOutcome.FAILED
         if deps.requeue is None:
