@@ -145,9 +145,13 @@ class PostgresServer:
                 continue
 
     def create_database(self) -> str:
-        """A new, empty database; its name."""
+        """A new, empty database; its name. FILE_COPY copies the small template's files, where
+        PostgreSQL 15's default (WAL_LOG) writes them through the log: about twice as fast here,
+        and a test asks for a database a thousand times a run."""
         name = f"test_{next(self._databases)}"
-        self._admin(f'CREATE DATABASE "{name}"')
+        with self._connect() as conn:
+            version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+            conn.execute(f'CREATE DATABASE "{name}"' + (" STRATEGY = FILE_COPY" if version >= 150000 else ""))
         return name
 
     def drop_database(self, name: str) -> None:

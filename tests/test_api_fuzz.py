@@ -9,14 +9,19 @@ break the schema must be refused. The write routes' bodies are in the document (
 an array of them), so the cases carry bodies too, valid and broken ones.
 
 The run is bounded and reproducible: at most MAX_EXAMPLES generated cases per operation (plus
-schemathesis' coverage cases), derandomized (the seed comes from the test itself). Requests go
-through the test's own `TestClient` (its lifespan entered once), so the fuzzed app is the one the
-fixtures built, and jobs the app enqueues land on the test's Redis (flushed by the fixtures).
+schemathesis' coverage cases), derandomized (the seed comes from the test itself). Each operation
+is a test of its own (`[GET /api/leaderboard]`), so a failure names it and the operations spread
+over the suite's processes. The document is read from the app when the module is collected (it
+depends on no setting; the fixture checks that the fuzzed app serves the same one). Requests go
+through one `TestClient` per backend for the whole module (its lifespan entered once, as a
+long-lived server's would be), on a redis-server of its own, so the other tests' flushes of the
+shared one cannot reach the app between two operations.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,7 +45,8 @@ from schemathesis.specs.openapi.checks import (
 from service.app import create_app
 from service.config import Settings
 from service.queue import SERIALIZER
-from tests.api_fixtures import API_KEY
+from service.redis_server import RedisServer
+from tests.api_fixtures import ANTHROPIC_KEY, API_KEY
 from tests.test_api_leaderboard import by_strength, start, submit, work
 
 MAX_EXAMPLES = 12
@@ -58,30 +64,37 @@ CHECKS = [
 # rules between fields, e.g. `opponents` only for mode "sampled", that the schema cannot state.)
 READ_CHECKS = [*CHECKS, positive_data_acceptance]
 
-schema = schemathesis.pytest.from_fixture("api_schema")
+# The app's own document; it depends on no setting (the `fuzzed` fixture checks this).
+DOCUMENT = create_app(Settings(api_key=API_KEY, redis_url="redis://127.0.0.1:9")).openapi()
+schema = schemathesis.openapi.from_dict(DOCUMENT)
 # The routes that read a JSON body, and what the fuzzer must send them: one object, or arrays too.
 BODY_ROUTES = {"/api/submissions": {dict, list}, "/api/tournaments": {dict}, "/api/votes": {dict, list}}
 
 
-@pytest.fixture
-def fuzzed(api_settings: Settings) -> Iterator[TestClient]:
-    """The app on the fixtures' settings (with both judges' endpoints configured, so created
-    tournaments get as far as the queue), holding submissions, one judged tournament with ties,
-    and its jobs done. Server errors are answered (500), not raised, so the checks see them."""
-    settings = api_settings.with_(openai_base_url="http://127.0.0.1:9/v1")
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        submit(client, ["q1", "q2"], [("a", "plain"), ("b", "plain"), ("b", "fancy")])
-        start(client)
-        queue = Queue(settings.queue_name, connection=client.app.state.redis,  # type: ignore[attr-defined]
-                      serializer=SERIALIZER)
-        tie_between_scenarios = by_strength("a", "b")  # b/plain and b/fancy tie
-        assert work(client, queue, tie_between_scenarios) == 6
-        yield client
-
-
-@pytest.fixture
-def api_schema(fuzzed: TestClient) -> Any:
-    return schemathesis.openapi.from_dict(fuzzed.app.openapi())
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def fuzzed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The app on SQLite, then on a PostgreSQL database of its own, with both judges' endpoints
+    configured (so created tournaments get as far as the queue), holding submissions, one judged
+    tournament with ties, and its jobs done. Server errors are answered (500), not raised, so the
+    checks see them."""
+    base: Path = tmp_path_factory.mktemp("fuzz")
+    database_url = None
+    if request.param == "postgresql":
+        postgres = request.getfixturevalue("postgres_server")
+        database_url = postgres.url(postgres.create_database())
+    with RedisServer(base / "redis", persistence=False) as redis_server:
+        settings = Settings(data_dir=base / "data", redis_url=redis_server.url, api_key=API_KEY,
+                            database_url=database_url, anthropic_api_key=ANTHROPIC_KEY,
+                            openai_base_url="http://127.0.0.1:9/v1")
+        with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+            assert client.app.openapi() == DOCUMENT  # type: ignore[attr-defined]
+            submit(client, ["q1", "q2"], [("a", "plain"), ("b", "plain"), ("b", "fancy")])
+            start(client)
+            queue = Queue(settings.queue_name, connection=client.app.state.redis,  # type: ignore[attr-defined]
+                          serializer=SERIALIZER)
+            tie_between_scenarios = by_strength("a", "b")  # b/plain and b/fancy tie
+            assert work(client, queue, tie_between_scenarios) == 6
+            yield client
 
 
 def send(client: TestClient, case: Case, key: str | None) -> Any:
