@@ -43,12 +43,27 @@ def shell_settings(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: a process-level test (a real `joust up`, worker or server "
-                                       "processes); `-m 'not slow'` leaves these out for a quick run")
+                                       "processes) or the PostgreSQL run of a test that runs on both "
+                                       "backends; `-m 'not slow'` leaves these out for a quick run")
     # Session fixtures and module imports run before any function fixture: clear the shell's
     # settings for the whole session too (this process only), and say so in the header.
     config.stash[_CLEARED] = cleared = shell_settings(os.environ)
     for name in cleared:
         del os.environ[name]
+
+
+# The fixtures that run a test on each backend; their "postgresql" run is marked slow.
+BACKEND_FIXTURES = ("store_url", "worker_database_url", "api_database_url", "fuzzed")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The quick run while working (`-m "not slow"`) runs every test once, on SQLite: the
+    PostgreSQL run of a test parametrized over both backends is `slow`, run by the whole suite
+    (and by CI) with the process-level tests. Tests that are about PostgreSQL alone stay quick."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(params.get(name) == "postgresql" for name in BACKEND_FIXTURES):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

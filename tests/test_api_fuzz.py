@@ -49,6 +49,9 @@ from service.redis_server import RedisServer
 from tests.api_fixtures import ANTHROPIC_KEY, API_KEY
 from tests.test_api_leaderboard import by_strength, start, submit, work
 
+# Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
+pytestmark = pytest.mark.xdist_group("test_api_fuzz")
+
 MAX_EXAMPLES = 12
 CHECKS = [
     not_a_server_error,

@@ -18,6 +18,9 @@ from service.api_views import JudgementOut, TournamentOut
 from tests.api_fixtures import API_KEY, store_of
 from tests.test_api_leaderboard import by_strength, start, submit, work
 
+# Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
+pytestmark = pytest.mark.xdist_group("test_api_openapi")
+
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 # The write routes whose body is one object or a non-empty array of them, and each object's
 # required fields; then the route whose body is one object.

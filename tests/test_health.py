@@ -37,6 +37,9 @@ from tests.required import skip_required
 from workers.judge import JudgeReply
 from workers.pairwise import calls_as_json, judge_pair
 
+# Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
+pytestmark = pytest.mark.xdist_group("test_health")
+
 A, B, TIE = Winner.A, Winner.B, Winner.TIE
 LLMFAO = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmfao"
 

@@ -26,6 +26,9 @@ from service.store import Conflict, NewSubmission, Store
 from service.store.imports import NewScore
 from tests.required import SHARED_DATA, SYNTHETIC_DATA, shared_data
 
+# Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
+pytestmark = pytest.mark.xdist_group("test_import_cqa")
+
 CQA = SHARED_DATA / "cqa_evaluation"
 NOTEBOOK = CQA / "published_results_notebook_outputs.txt"
 JUDGES = {"few": "rubric/gpt-4-fewshot", "perplexity": "rubric/perplexity", "gpt-3.5": "rubric/gpt-3.5",

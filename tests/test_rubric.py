@@ -25,6 +25,9 @@ from leaderboard.rubric import (
 )
 from tests.required import skip_required
 
+# Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
+pytestmark = pytest.mark.xdist_group("test_rubric")
+
 INTRO = ("Python and Java are two of the most widely used programming languages. "
          "This comparison weighs their performance, ease of learning and ecosystem.")
 ASPECTS = [
