@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CONVERSATIONS", "FORMATS", "FileError", "read_submissions", "split_turns", "table_format"]
 
@@ -29,9 +30,6 @@ CONVERSATIONS = ("turns", "whole")  # a conversation's turns as questions of the
 FORMATS = ("csv", "tsv", "json", "jsonl", "parquet")
 SUFFIXES = {"csv": "csv", "tsv": "tsv", "tab": "tsv", "json": "json", "jsonl": "jsonl", "ndjson": "jsonl",
             "parquet": "parquet", "pq": "parquet"}
-# pandas 2 guesses dates from column names unless told not to; pandas 3 does not (dtype=False)
-# and deprecates the flag.
-NO_DATES = {"convert_dates": False} if int(pd.__version__.split(".")[0]) < 3 else {}
 
 
 class FileError(ValueError):
@@ -51,6 +49,8 @@ def read_submissions(path: str | Path, fmt: str | None = None, conversations: st
     """The file's rows as a DataFrame (columns question, model, output, and optionally scenario,
     question_id, reference, metadata), conversations split into turns or kept whole (module
     docstring); FileError naming the file for one that cannot be read."""
+    import pandas as pd  # here, not at the top: `import joust` stays light (see joust.client)
+
     if conversations not in CONVERSATIONS:
         raise ValueError(f"conversations: {conversations!r} is not one of {', '.join(CONVERSATIONS)}")
     path = Path(path)
@@ -75,6 +75,8 @@ def split_turns(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
     as they are. A turn list that is not user/assistant pairs is FileError naming its row."""
     if not any(isinstance(v, list) for v in frame["output"]):
         return frame
+    import pandas as pd
+
     rows: list[dict[str, Any]] = []
     for number, row in enumerate(frame.to_dict("records"), start=1):
         turns = row["output"]
@@ -106,14 +108,24 @@ def _exchanges(path: Path, row: int, turns: list[Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _no_dates() -> dict[str, Any]:
+    """pandas 2 guesses dates from column names unless told not to; pandas 3 does not
+    (dtype=False) and deprecates the flag."""
+    import pandas as pd
+
+    return {"convert_dates": False} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
 def _read(path: Path, fmt: str) -> pd.DataFrame:
+    import pandas as pd
+
     if fmt in ("csv", "tsv"):
         return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", dtype=str, keep_default_na=False,
                            na_values=[""], encoding="utf-8-sig")
     if fmt == "parquet":
         return pd.read_parquet(path)
     frame = pd.read_json(path, lines=fmt == "jsonl", orient="records", dtype=False, encoding="utf-8-sig",
-                         **NO_DATES)
+                         **_no_dates())
     return frame
 
 

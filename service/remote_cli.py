@@ -22,9 +22,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, TextIO
 
 from joust import AuthError, Client, JoustError, ServerError, Unreachable
 from joust.files import CONVERSATIONS as FILE_CONVERSATIONS
@@ -34,6 +32,12 @@ from joust.types import DryRun, Tournament
 
 from .config import Settings
 from .processes import API_KEY_FILE
+
+# pandas is imported by the one command that builds a frame (the client's other frames come with
+# their pandas): every `joust` command builds these parsers, and `up` and its roles start faster
+# without it.
+if TYPE_CHECKING:
+    import pandas as pd
 
 BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
                  "matches", "flags"]
@@ -143,6 +147,8 @@ def cmd_create(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
+    import pandas as pd
+
     rows = [_plain(t) for t in client.tournaments()]
     frame = pd.DataFrame.from_records(rows, columns=LIST_COLUMNS)
     frame["created_at"] = pd.to_datetime(frame["created_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%S")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +20,10 @@ from service.redis_server import free_port
 from tests.fake_anthropic import FakeAnthropic
 
 REPO = Path(__file__).resolve().parents[1]
+# Between looks at the API while it starts, and at a run while it runs: each look is a GET of a
+# few milliseconds, which the run's own processes could use.
+START_POLL_S = 0.05
+RUN_POLL_S = 0.1
 
 
 @dataclass
@@ -54,7 +59,7 @@ class Joust:
             _, view = self.call("GET", f"/api/tournaments/{tid}")
             if view["status"] in ("done", "failed", "cancelled"):
                 return view
-            time.sleep(0.3)
+            time.sleep(RUN_POLL_S)
         raise AssertionError(f"tournament {tid} did not finish: {view}\n" + "".join(self.lines[-40:]))
 
     def children(self) -> list[int]:
@@ -111,8 +116,8 @@ def start_joust(data_dir: Path, fake: FakeAnthropic, workers: int = 2, **env_var
         JOUST_RETRY_BACKOFF="0.1",
         JOUST_BATCH_POLL="1",
         PYTHONUNBUFFERED="1",
-        **env_vars,
     )
+    env.update(env_vars)  # a test's own settings, over these
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--workers", str(workers),
@@ -141,18 +146,52 @@ def start_joust(data_dir: Path, fake: FakeAnthropic, workers: int = 2, **env_var
     assert key_line == f"in {data_dir.resolve() / 'api_key'}", key_line
     key = (data_dir / "api_key").read_text().strip()
     running = Joust(proc, url, key, data_dir, lines)
-    for _ in range(100):  # the API may still be importing
+    deadline = time.monotonic() + 60
+    while True:  # the API may still be importing
         try:
             if running.call("GET", "/api/health")[0] == 200:
-                break
+                return running
         except (urllib.error.URLError, ConnectionError):
             pass
-        time.sleep(0.2)
-    return running
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError("the API of joust up never answered /api/health:\n" + "".join(lines))
+        time.sleep(START_POLL_S)
 
 
 def stop_joust(running: Joust) -> None:
-    """Kill `joust up` if a test left it running (its children die with it)."""
+    """Kill `joust up` if a test left it running, and every process it started. They are told to
+    die with it, and do, but gracefully: a worker's shutdown then talks to a Redis that died too,
+    and redis-py's retries keep it waiting for a minute. And a process a role forked (RQ's
+    scheduler beside each worker) outlives a worker a test killed. Left alone, they would run on
+    beside the rest of the suite."""
+    children = running.children()  # sessions of their own: a role and what it forked
     if running.proc.poll() is None:
         running.proc.kill()
         running.proc.wait()
+    for pid in children:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in _processes_of(running.data_dir):  # what was left behind earlier, reparented
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _processes_of(data_dir: Path) -> list[int]:
+    """The processes started for `data_dir`, wherever they were reparented: `joust up` gives each
+    role (and so what it forks) JOUST_DATA_DIR."""
+    wanted = b"JOUST_DATA_DIR=" + str(data_dir.resolve()).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if wanted in environ.split(b"\0"):
+                found.append(int(entry.name))
+    return found

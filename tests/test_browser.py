@@ -18,7 +18,9 @@ import pytest
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.joust_up import REPO, Joust, start_joust, stop_joust
 
-pytestmark = pytest.mark.slow  # `joust up`, its processes and a browser
+# slow: `joust up`, its processes and a browser; one process of the suite runs the module (its
+# fixture starts them once).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_browser")]
 
 WORDS = ("because", "often", "the", "result", "depends", "on", "context", "data", "which", "shows", "a", "clear",
          "trend", "over", "time", "while", "other", "factors", "matter", "less", "in", "practice", "see", "below")

@@ -17,7 +17,9 @@ from tests.joust_up import start_joust, stop_joust
 from tests.test_browser import DESKTOP, PHONE, axe_violations
 from tests.test_flags import NULL_OUTPUT, WORDS
 
-pytestmark = pytest.mark.slow  # `joust up`, its processes and a browser
+# slow: `joust up`, its processes and a browser; one process of the suite runs the module (its
+# fixture starts them once).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_browser_flags")]
 
 JUDGE = "anthropic/claude-sonnet-4-5"
 QUESTIONS = 12

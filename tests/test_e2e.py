@@ -126,7 +126,21 @@ def _question_of(joust: Joust, submission_id: int) -> str:
     return next(s["question_id"] for s in listing["submissions"] if s["id"] == submission_id)
 
 
-def test_a_killed_worker_loses_no_judgement(joust: Joust, fake: FakeAnthropic) -> None:
+# How soon a dead worker's leases and claims lapse (production: 15 s). Its matches are judged
+# again only once they have: this is how long the test below waits on the dead. 5 s still gives
+# a live worker three heartbeats (ttl / 3) before its own would lapse.
+SHORT_LEASE_TTL = "5"
+
+
+def test_a_killed_worker_loses_no_judgement(tmp_path: Path, fake: FakeAnthropic) -> None:
+    joust = start_joust(tmp_path / "data", fake, JOUST_LEASE_TTL=SHORT_LEASE_TTL)
+    try:
+        _kill_the_workers_mid_run(joust, fake)
+    finally:
+        stop_joust(joust)
+
+
+def _kill_the_workers_mid_run(joust: Joust, fake: FakeAnthropic) -> None:
     fake.latency_s = 0.5
     subs = [s for s in submissions() if s["question"].startswith("Question 0")]
     assert joust.call("POST", "/api/submissions", subs)[0] == 201

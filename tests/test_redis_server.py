@@ -19,6 +19,8 @@ from typing import Callable, Iterator
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from service.redis_server import (
     RedisServer,
@@ -235,7 +237,8 @@ def test_a_password_is_required_and_kept_across_restarts(tmp_path: Path) -> None
             assert client.get("k") == b"v"
         finally:
             client.close()
-        bare = redis.Redis(host="127.0.0.1", port=server.port, protocol=2)
+        # No retries: redis-py's default would try the refusal 3 more times, seconds apart.
+        bare = redis.Redis(host="127.0.0.1", port=server.port, protocol=2, retry=Retry(NoBackoff(), 0))
         try:
             with pytest.raises(redis.AuthenticationError, match="Authentication required"):
                 bare.get("k")

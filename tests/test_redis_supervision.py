@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from service.app import create_app
 from service.config import Settings
@@ -109,6 +111,7 @@ def _kill_redis_mid_tournament(joust: Joust, fake: FakeAnthropic) -> None:
         health.append((time.monotonic() - killed_at, code, body))
         if code == 200:
             break
+        time.sleep(0.02)  # a look every 20 ms, leaving the CPU to the restart it waits for
     down = [(at, body) for at, code, body in health if code == 503]
     assert down, f"/api/health never answered 503 after the kill: {health[:5]}"
     assert down[0][1] == {"status": "down", "database": "ok", "redis": "down"}
@@ -149,13 +152,18 @@ def _kill_redis_mid_tournament(joust: Joust, fake: FakeAnthropic) -> None:
 
 
 CONFIRMED_SLACK_S = 1.0  # how late a call confirmed before Redis died may still arrive
+# How long Redis stays away. Longer than CONFIRMED_SLACK_S, so the test watches 2 s of outage in
+# which no call may be sent; longer than the workers' reconnect backoff reaches its cap of 1 s
+# (workers.engine.redis_retry), so they keep retrying at it; far below the ~30 s their retries
+# ride out and the 15 s their claims last.
+OUTAGE_S = 3.0
 
 
 @pytest.mark.slow
 def test_workers_ride_out_a_redis_outage_of_seconds(tmp_path: Path, fake: FakeAnthropic) -> None:
-    """Redis away for 5 s (REDIS_URL: a server this test stops and starts): the workers wait for
-    it rather than fail their matches in flight, so the run completes on the same worker
-    processes and pays for no call twice."""
+    """Redis away for seconds (OUTAGE_S; REDIS_URL: a server this test stops and starts): the
+    workers wait for it rather than fail their matches in flight, so the run completes on the
+    same worker processes and pays for no call twice."""
     server = RedisServer(tmp_path / "redis", password="sekret").start()
     joust = start_joust(tmp_path / "data", fake, JOUST_JUDGE_CONCURRENCY="8", REDIS_URL=server.url)
     try:
@@ -170,7 +178,7 @@ def test_workers_ride_out_a_redis_outage_of_seconds(tmp_path: Path, fake: FakeAn
         os.kill(server.pid, signal.SIGKILL)
         killed = time.monotonic()
         assert wait_for(lambda: not server.running, within=15)
-        time.sleep(5)  # the outage
+        time.sleep(OUTAGE_S)  # the outage
         assert joust.call("GET", "/api/health")[0] == 503
         back = time.monotonic()
         # A call needs Redis to confirm its claim right before it is sent, so none is sent while
@@ -322,11 +330,13 @@ def test_embedded_redis_of_joust_up_refuses_a_client_without_its_password(tmp_pa
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:  # a bare client
             raw.sendall(b"SET k v\r\n")
             assert raw.recv(200).startswith(b"-NOAUTH")
-        bare = redis.Redis(host="127.0.0.1", port=server.port)
+        # No retries: redis-py's default would try each refusal 3 more times, seconds apart, and
+        # be refused the same way each time.
+        bare = redis.Redis(host="127.0.0.1", port=server.port, retry=Retry(NoBackoff(), 0))
         with pytest.raises(redis.AuthenticationError):  # redis-py (RESP3: its HELLO is refused)
             bare.set("k", "v")
         bare.close()
-        wrong = redis.Redis(host="127.0.0.1", port=server.port, password="guess")
+        wrong = redis.Redis(host="127.0.0.1", port=server.port, password="guess", retry=Retry(NoBackoff(), 0))
         with pytest.raises(redis.AuthenticationError):
             wrong.ping()
         wrong.close()
