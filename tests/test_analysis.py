@@ -16,7 +16,7 @@ from leaderboard.types import Winner
 from service.app import create_app
 from service.config import Settings
 from service.store import NewJudgement, Store
-from tests.fake_anthropic import FakeAnthropic, block, verdict_json
+from tests.fake_anthropic import FakeAnthropic, Failure, block, verdict_json
 from tests.worker_fixtures import work_until
 from workers.analysis import AnalysisParseError, parse_analysis
 from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG
@@ -124,12 +124,14 @@ def test_two_unreadable_replies_are_recorded_as_an_error(client: TestClient, env
 def test_provider_errors_are_retried(client: TestClient, env: Settings, fake: FakeAnthropic) -> None:
     jid = judged_tie(client, env)
     paid = fake.requests
-    fake.fail(529, 529)  # the SDK retries once by itself, then the job is scheduled again
+    # The gate sends a call three times, each after the shared cooldown a 529 sets (its
+    # retry-after; without one, the 5 s default), then the job is scheduled again and succeeds.
+    fake.fail(*[Failure(529, retry_after=0.1)] * 3)
     client.post(f"/api/judgements/{jid}/analysis", headers=AUTH)
     work_until(env, lambda: analysis_of(client, jid) is not None)
     analysis = analysis_of(client, jid)
     assert analysis is not None and analysis["b_suits"] == "novices"
-    assert fake.requests == paid + 3
+    assert fake.requests == paid + 4
 
 
 def seeded(store: Store, judge: str, outcome: Winner) -> int:

@@ -74,6 +74,9 @@ def last_error(store: Store) -> str:
 def test_covering_beats_partial_beats_inventing_and_each_text_is_extracted_once(
     env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:
+    """The first test of a pytest process to embed pays for importing sentence-transformers
+    (torch, transformers, scikit-learn: about 15 s on a loaded 2-core machine, more than the
+    test itself) and loading the model; the process keeps both for every later test."""
     require_factsim()
     with TestClient(create_app(env)) as client:
         body = [{"question_id": "curie", "question": QUESTION, "model": m, "output": o,
@@ -213,7 +216,7 @@ def test_a_worker_without_the_encoder_fails_before_paying(
         deadline = time.monotonic() + 120
         while db.get_tournament(tid)["matches_pending"] and time.monotonic() < deadline:
             assert worker.poll() is None, "the worker exited"
-            time.sleep(0.2)
+            time.sleep(0.05)
     finally:
         worker.terminate()
         worker.wait(timeout=60)

@@ -56,6 +56,7 @@ def test_one_process_keeps_as_many_calls_in_flight_as_the_judge_allows(
 
 @pytest.mark.parametrize("env_vars", [{"JOUST_WORKER_MATCHES": "1"}])
 def test_one_match_at_a_time_is_the_naive_design(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+    fake.latency_s = 0.1  # the matches go one after another: still long enough for both orders to overlap
     matches = submit_field(db, questions=1)
     view = work(env, db, start(db, env))
     assert view["matches_done"] == matches
@@ -86,29 +87,42 @@ def write_lock(url: str) -> Iterator[None]:
 
 @pytest.mark.parametrize("env_vars", [{"JOUST_LEASE_TTL": "1.5", "JOUST_JUDGE_CONCURRENCY": "8"}])
 def test_a_blocked_database_never_stalls_the_loop(db: Store, env: Settings, fake: FakeAnthropic) -> None:
-    """While another process holds the store's write lock for twice the lease ttl, the engine's
-    heartbeat (Redis, on the loop) keeps renewing: store calls wait on their threads, not on the
-    loop. Had they blocked it, the leases would lapse and the matches be handed out again."""
+    """While another process holds the store's write lock, the engine's heartbeat (Redis, on the
+    loop) keeps renewing: store calls wait on their threads, not on the loop. The lock is held
+    until every match holding a lease waits on a store call and a heartbeat has renewed every
+    lease since, or for twice the lease ttl: had the store calls blocked the loop, no heartbeat
+    would come, the leases would lapse and the matches be handed out again."""
     matches = submit_field(db, questions=2)
     tid = start(db, env)
     redis = Redis.from_url(env.redis_url)
     seen: dict[str, dict] = {}
+
+    def leases() -> dict:
+        return dict(redis.zrange(LEASES, 0, -1, withscores=True))
 
     def hold_the_write_lock() -> None:  # RQ's worker needs the main thread, so this runs beside it
         deadline = time.monotonic() + 60
         while redis.zcard(LEASES) < 4 and time.monotonic() < deadline:
             time.sleep(0.02)
         with write_lock(env.resolved_database_url):
-            seen["before"] = dict(redis.zrange(LEASES, 0, -1, withscores=True))
-            time.sleep(3.0)
-            seen["after"] = dict(redis.zrange(LEASES, 0, -1, withscores=True))
+            until = time.monotonic() + 2 * env.lease_ttl_s
+            seen["before"] = leases()
+            # The calls in flight are answered; their matches then wait on the lock to record
+            # them, as a match not yet started waits on it to start (a write, before any call).
+            while fake.stats()["in_flight"] and time.monotonic() < until:
+                time.sleep(0.01)
+            seen["blocked"] = blocked = leases()
+            # A heartbeat comes every third of the ttl, unless something blocks the loop.
+            while time.monotonic() < until and not all(leases().get(m, 0) > at for m, at in blocked.items()):
+                time.sleep(0.02)
+            seen["after"] = leases()
 
     blocker = threading.Thread(target=hold_the_write_lock)
     blocker.start()
     work(env, db, tid)
     blocker.join(timeout=60)
-    before, after = seen["before"], seen["after"]
-    renewed = [m for m in before if m in after and after[m] > before[m]]
+    before, blocked, after = seen["before"], seen["blocked"], seen["after"]
+    renewed = [m for m in before if m in blocked and m in after and after[m] > blocked[m]]
     assert before and len(renewed) == len(before)  # every lease held through the lock was renewed
     view = db.get_tournament(tid)
     assert (view["matches_done"], view["matches_failed"]) == (matches, 0)

@@ -12,7 +12,7 @@ from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
 from tests.worker_fixtures import MODELS, set_env, start, submit, work
 from leaderboard.types import MatchOutcome
-from workers import runtime
+from workers import gate, pacing, runtime
 
 db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here
 
@@ -82,16 +82,33 @@ def test_an_unparseable_reply_fails_the_match_and_is_never_a_tie(db: Store, env:
     assert db.side_rows() == []
 
 
-def test_rate_limits_are_retried_after_retry_after(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+def test_rate_limits_are_retried_after_retry_after(
+    db: Store, env: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 429 with retry-after, and a 529 without (every worker then pauses for the default
+    cooldown: 5 s in production, shortened here; the engine runs in this process)."""
+    monkeypatch.setattr(pacing, "DEFAULT_COOLDOWN_S", 0.3)
+    retry_after = 0.2
     submit(db, questions=1)
-    fake.fail(Failure(429, retry_after=0.2), Failure(529))
+    fake.fail(Failure(429, retry_after=retry_after), Failure(529))
     tid = start(db, env)
     view = work(env, db, tid)
     assert (view["matches_done"], view["matches_failed"]) == (3, 0)
     assert fake.requests == 6 + 2
+    # each refused call was sent again, and only after its pause
+    received = sorted(fake.received, key=lambda r: r.at)
+    for failed in (r for r in received if r.status != 200):
+        again = [r for r in received if (r.system, r.messages) == (failed.system, failed.messages) and r.at > failed.at]
+        pause = retry_after if failed.status == 429 else pacing.DEFAULT_COOLDOWN_S
+        assert again and again[0].at - failed.answered_at >= 0.9 * pause, (failed.status, again)
 
 
-def test_a_provider_that_keeps_failing_fails_the_match_with_its_reason(db: Store, env: Settings, fake: FakeAnthropic) -> None:
+def test_a_provider_that_keeps_failing_fails_the_match_with_its_reason(
+    db: Store, env: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attempt sends its call three times; the waits between sends (1-2 s and 2-4 s in
+    production) are shortened here: the engine runs in this process."""
+    monkeypatch.setattr(gate, "CALL_RETRY_BASE_S", 0.05)
     submit(db, questions=1)
     fake.fail(*[500] * 100)
     tid = start(db, env, models=["good", "mid"])
@@ -146,7 +163,7 @@ def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake
         while time.monotonic() < deadline:
             if all(db.get_tournament(t)["matches_pending"] == 0 for t in (first, second)):
                 break
-            time.sleep(0.2)
+            time.sleep(0.05)
     finally:
         for w in workers:
             w.terminate()

@@ -186,9 +186,11 @@ def test_requests_at_one_revision_share_one_computation_and_read_no_judgement(
     assert sum(bool(READS_CALLS.search(s)) for s in statements) == 1
 
 
-def many_judgements(db: Store, models: int = 150) -> None:
+def many_judgements(db: Store, models: int = 100) -> None:
     """An imported judge's verdict on every ordered pair of `models` answers to one question
-    (22,350 for 150): enough that one computation is still running when the others arrive."""
+    (9,900 for 100): a computation over them takes a tenth of a second or more, many times
+    what releasing the waiting threads takes, so one is still running when the others arrive
+    (more only makes the import slower: 150 models took seconds)."""
     created = db.add_submissions_bulk([NewSubmission(question_id="bulk", question="Bulk?", model=f"m{i}",
                                                      scenario="default", output="x" * i) for i in range(models)])
     ids = [sid for sid, _ in created]

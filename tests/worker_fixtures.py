@@ -30,6 +30,8 @@ from workers.worker import JoustWorker, job_queue
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 
 MODELS = ["good", "mid", "bad"]
+POLL_S = 0.05  # between bursts, while nothing is in flight here: a delayed job falls due meanwhile
+SETTLE_STEP_S = 0.005  # how often a pause looks whether this process's engine has finished
 
 
 def set_env(monkeypatch: pytest.MonkeyPatch, values: Mapping[str, str | None]) -> None:
@@ -116,20 +118,35 @@ def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge",
     return launch(store, queue, "t", RunSpec(judge=judge, **spec)).id  # type: ignore[arg-type]
 
 
+def _engine_busy() -> bool:
+    """Whether this process's worker engine, if it has one, holds matches in flight."""
+    found = runtime._engine
+    return found is not None and found.in_flight() > 0
+
+
 def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 90.0,
                failure: Callable[[], str] = lambda: "the work did not finish") -> None:
     """Run burst workers (with RQ's scheduler, for retries) until `done()`, for at most
     `timeout_s` (then fail). A burst hands the queued matches to this process's engine and
-    returns; the engine judges them on its own thread, so bursts repeat while it works."""
+    returns; the engine judges them on its own thread, so bursts repeat while it works.
+    Between bursts it pauses POLL_S, cut short the moment the engine, busy after the burst,
+    has no match left in flight (its matches have ended, their writes and requeues made): a
+    round is seen done when it is, not up to a poll step and a burst later."""
     redis = Redis.from_url(settings.redis_url)
     queue = job_queue(redis, settings.queue_name)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
             JoustWorker([queue], connection=redis).work(burst=True, with_scheduler=True)
+            busy = _engine_busy()
+            if busy:
+                until = time.monotonic() + POLL_S
+                while time.monotonic() < until and _engine_busy():
+                    time.sleep(SETTLE_STEP_S)
             if done():
                 return
-            time.sleep(0.05)
+            if not busy:
+                time.sleep(POLL_S)
     finally:
         redis.close()
     raise AssertionError(failure())
