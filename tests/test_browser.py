@@ -196,7 +196,8 @@ def test_votes_cast_by_keyboard_reach_judge_health(site: Site, page: Any) -> Non
     page.fill("#voter-key", key)
     page.locator("form.sign-in button").click()
     page.wait_for_selector("#vote-form")
-    assert page.locator("#vote-keys").is_visible()  # the script announces the shortcuts
+    page.locator("#vote-keys").wait_for(state="visible")  # the script announces the shortcuts once it runs
+    assert page.locator("#vote-keys").is_visible()
     outputs = page.locator(".answer .output").all_inner_texts()
     assert len(outputs) == 2 and all(o.startswith("[") for o in outputs)
     assert not any(m in page.locator(".ballot h2").all_inner_texts() for m in MODELS)  # anonymous

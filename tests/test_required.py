@@ -153,7 +153,9 @@ def test_a_polluted_shell_changes_nothing() -> None:
     tests = ["tests/test_required.py::test_no_shell_setting_reaches_a_test",
              "tests/test_jobs.py::test_both_orders_are_judged_and_the_planted_order_wins",
              "tests/test_budget.py::test_every_call_and_judgement_records_its_cost"]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests],
+    # -n 0: the three tests in this process, not in a process per core each starting its own
+    # Redis and PostgreSQL (pyproject's -n auto): the shell is what is under test, not xdist.
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", *tests],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"cleared from the environment for the tests: {', '.join(sorted(SHELL))}" in done.stdout
