@@ -133,6 +133,9 @@ SHORT_LEASE_TTL = "5"
 
 
 def test_a_killed_worker_loses_no_judgement(tmp_path: Path, fake: FakeAnthropic) -> None:
+    """Both workers SIGKILLed mid-run; `joust up` restarts them and their matches come back. About
+    15 s alone, over 20 s beside the rest of the suite: a `joust up` of its own (a short lease),
+    two worker restarts (imports), and the dead workers' leases lapsing (5 s) before reuse."""
     joust = start_joust(tmp_path / "data", fake, JOUST_LEASE_TTL=SHORT_LEASE_TTL)
     try:
         _kill_the_workers_mid_run(joust, fake)

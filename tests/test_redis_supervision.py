@@ -69,6 +69,9 @@ def mode(path: Path) -> int:
 def test_a_killed_redis_comes_back_and_the_run_completes_paying_nothing_twice(
     tmp_path: Path, fake: FakeAnthropic
 ) -> None:
+    """Redis SIGKILLed mid-run under `joust up`: the supervisor restarts it from its files and the
+    run completes, paying for no call twice. Over 20 s beside the rest of the suite (about 14 s
+    alone): a `joust up`, Redis's restart, and the workers reconnecting."""
     # 8 calls in flight per worker: the run takes several rounds of calls, and the kill lands
     # with some calls in flight and others not yet sent.
     joust = start_joust(tmp_path / "data", fake, JOUST_JUDGE_CONCURRENCY="8")
@@ -163,7 +166,8 @@ OUTAGE_S = 3.0
 def test_workers_ride_out_a_redis_outage_of_seconds(tmp_path: Path, fake: FakeAnthropic) -> None:
     """Redis away for seconds (OUTAGE_S; REDIS_URL: a server this test stops and starts): the
     workers wait for it rather than fail their matches in flight, so the run completes on the
-    same worker processes and pays for no call twice."""
+    same worker processes and pays for no call twice. Over 20 s beside the rest of the suite
+    (about 14 s alone): a `joust up`, the outage itself, and the workers' reconnect backoff."""
     server = RedisServer(tmp_path / "redis", password="sekret").start()
     joust = start_joust(tmp_path / "data", fake, JOUST_JUDGE_CONCURRENCY="8", REDIS_URL=server.url)
     try:
