@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
 from typing import TYPE_CHECKING, Any, TextIO
 
+import httpx
+
 from .errors import JoustError, Unreachable, WaitTimeout, error_for
 from .progress import Bar, Progress
 from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
 
-# httpx, pandas and numpy (through .frames) are imported by the calls that use them, not here:
-# `import joust` stays light for the `joust` command line, whose process roles never call the
-# client and whose every start would otherwise pay for pandas.
+# pandas and numpy (through .frames) are imported by the calls that use them, not here: `import
+# joust` stays light for the `joust` command line, whose process roles never call the client.
 if TYPE_CHECKING:
-    import httpx
     import pandas as pd
     from typing_extensions import Self
 
@@ -46,6 +46,13 @@ def tournament_id(tournament: TournamentRef) -> int:
         return int(tournament)
     raise TypeError(f"a tournament is its id or the Tournament the client returned, not {type(tournament).__name__}"
                     + (" (a dry run creates no tournament)" if isinstance(tournament, DryRun) else ""))
+
+
+def _frames() -> Any:
+    """joust.frames, imported on first use: it needs pandas, which `import joust` does not load."""
+    from . import frames
+
+    return frames
 
 
 def _json_default(value: Any) -> Any:
@@ -92,11 +99,7 @@ class Client:
         self.batch_size, self.batch_bytes, self.page_size = batch_size, batch_bytes, page_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owned = http is None
-        if http is None:
-            import httpx
-
-            http = httpx.Client(timeout=timeout)
-        self._http = http
+        self._http = http if http is not None else httpx.Client(timeout=timeout)
         self._clock, self._sleep = clock, sleep
 
     def __repr__(self) -> str:
@@ -118,8 +121,6 @@ class Client:
     def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                  body: Any = None, content: bytes | None = None) -> Any:
         """Send one request; its JSON answer, or the JoustError for an error answer."""
-        import httpx
-
         headers = dict(self._headers)
         if body is not None:
             content = json.dumps(body, ensure_ascii=False, default=_json_default).encode("utf-8")
@@ -146,8 +147,6 @@ class Client:
         `next` until it is null, and the last page's other fields. Only `next`'s query is taken
         (the offset the server chose): the path and host stay this client's, so a proxy in
         between that rewrites them changes nothing."""
-        import httpx
-
         size = self.page_size if most is None else max(1, min(self.page_size, most))
         query: dict[str, Any] = {**(params or {}), "limit": size}
         rows: list[Any] = []
@@ -180,9 +179,7 @@ class Client:
     def submit_refs(self, rows: pd.DataFrame | Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
                     metadata: Sequence[str] = (), reference: str | None = None) -> list[SubmissionRef]:
         """`submit`, with each row's `created` flag beside its id (False: the row was stored already)."""
-        from .frames import records_of
-
-        records = records_of(rows, metadata)
+        records = _frames().records_of(rows, metadata)
         if reference is not None:
             records = [{"reference": reference, **r} for r in records]
         encoded = [json.dumps(r, ensure_ascii=False, default=_json_default).encode("utf-8") for r in records]
@@ -211,9 +208,7 @@ class Client:
         scenario, output, metadata, created_at (UTC)."""
         rows, _ = self._pages("/api/submissions", "submissions",
                               {"model": model, "scenario": scenario, "question_id": question_id})
-        from .frames import submissions_frame
-
-        return submissions_frame(rows)
+        return _frames().submissions_frame(rows)
 
     def submission(self, submission_id: int) -> Submission:
         """One stored submission with its output (`GET /api/submissions/{id}`)."""
@@ -336,9 +331,7 @@ class Client:
         `joust.frames.judgements_frame`)."""
         tid = tournament_id(tournament)
         rows, rest = self._pages(f"/api/tournaments/{tid}/judgements", "judgements")
-        from .frames import judgements_frame
-
-        return judgements_frame({**rest, "judgements": rows})
+        return _frames().judgements_frame({**rest, "judgements": rows})
 
     def judgement(self, judgement_id: int, *, outputs: bool = False) -> Judgement:
         """One judgement (`GET /api/judgements/{id}`): the question, both sides, the outcome,
@@ -362,9 +355,7 @@ class Client:
                   "question_id": question_id, "filter": filter,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         rows, rest = self._pages("/api/judgements", "judgements", params, most=limit)
-        from .frames import judgement_list_frame
-
-        return judgement_list_frame(rows, rest)
+        return _frames().judgement_list_frame(rows, rest)
 
     # ---- boards and judges ------------------------------------------------------------------
 
@@ -378,9 +369,7 @@ class Client:
         ties, tie_parameter: Davidson's nu with its interval) is in `frame.attrs`."""
         params = {"by": by, "judge": judge, "dimension": dimension, "ties": ties,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
-        from .frames import leaderboard_frame
-
-        return leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
+        return _frames().leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
 
     def winrate(self, baseline: str, by: str = "model", *, judge: str | None = None,
                 tournament: TournamentRef | None = None) -> pd.DataFrame:
@@ -390,17 +379,13 @@ class Client:
         baseline, by, judge and tournament in `frame.attrs`. An unknown baseline raises the API's 404."""
         params = {"baseline": baseline, "by": by, "judge": judge,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
-        from .frames import winrate_frame
-
-        return winrate_frame(self._request("GET", "/api/leaderboard/winrate", params=params))
+        return _frames().winrate_frame(self._request("GET", "/api/leaderboard/winrate", params=params))
 
     def judges(self, judge: str | None = None) -> pd.DataFrame:
         """Judge health (`GET /api/judges`), one row per judge: consistency, first-position win
         rate, tie rate, parse-failure rate, longer-wins rate, agreement with human votes (as a
         share and as Krippendorff's alpha); alpha between judges in `frame.attrs["judge_agreement"]`."""
-        from .frames import judges_frame
-
-        return judges_frame(self._request("GET", "/api/judges", params={"judge": judge}))
+        return _frames().judges_frame(self._request("GET", "/api/judges", params={"judge": judge}))
 
     def vote(self, a: int, b: int, winner: Verdict | str, voter: str, first: int | None = None) -> Vote:
         """Record a person's vote on submissions `a` and `b` (`POST /api/votes`): `winner` is
