@@ -80,6 +80,13 @@ class Refreshes:
         if thread is not None:
             thread.join(timeout_s)
 
+    def join_all(self, timeout_s: float | None = None) -> None:
+        """Wait for every refresh running now (tests: a page settled behind a loaded machine)."""
+        with self._lock:
+            threads = list(self._threads.values())
+        for thread in threads:
+            thread.join(timeout_s)
+
     def _run(self, key: Hashable, work: Callable[[], object], delay_s: float) -> None:
         try:
             if delay_s > 0:

@@ -8,6 +8,9 @@ import html
 import re
 from html.parser import HTMLParser
 
+import httpx
+from fastapi.testclient import TestClient
+
 
 class _Tables(HTMLParser):
     """Collects every <table>: its label and its rows (body and head) as cell texts."""
@@ -90,3 +93,19 @@ def rows_of(text: str, label: str) -> list[list[str]]:
 def visible(text: str) -> str:
     """The page's text without tags, whitespace collapsed."""
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+def settled(client: TestClient, path: str) -> httpx.Response:
+    """The page at `path` once nothing behind it is still being computed. A page waits up to a
+    second for a board's first fit, effects and flags; on a loaded machine that second can pass
+    and the page is then (rightly) served pending, without an ETag: wait for the background work
+    and ask again."""
+    state = client.app.state  # type: ignore[attr-defined]
+    page = client.get(path)
+    for _ in range(6):  # a board, then its flags and effects: each may start the next
+        if "etag" in page.headers:
+            break
+        for refreshes in (state.pages._refreshes, state.flags._refreshes, state.boards._boards._refreshes):
+            refreshes.join_all(30)
+        page = client.get(path)
+    return page

@@ -17,7 +17,7 @@ from joust import Client, Flag
 from leaderboard.flags import length_excess
 from leaderboard.types import Level, Submission, Winner
 from service.remote_cli import _board_columns
-from tests.page_text import rows_of, visible
+from tests.page_text import rows_of, settled, visible
 from tests.test_api_leaderboard import AUTH, api_settings, board, start, work  # noqa: F401  (a fixture)
 from tests.test_flags import NULL_OUTPUT, WORDS
 
@@ -172,8 +172,8 @@ def test_the_page_serves_the_last_flags_while_new_outputs_are_read(client: TestC
     field(client)
     start(client)
     work(client, queue, swayed_judge())
-    first = client.get("/")
-    assert "etag" in first.headers and "honest-1 ⚑ flagged" not in visible(first.text)  # the first pass waited for
+    first = settled(client, "/")
+    assert "etag" in first.headers and "honest-1 ⚑ flagged" not in visible(first.text)  # the first pass done
     extra = [{"question": f"extra {q}", "question_id": f"x{q}", "model": "honest-1", "output": NULL_OUTPUT}
              for q in range(120)]
     assert client.post("/api/submissions", json=extra, headers=AUTH).status_code == 201

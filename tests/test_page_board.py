@@ -15,7 +15,7 @@ from service.config import Settings
 from service.pages.prepared import View
 from service.store.imports import ImportedJudgement
 from tests.api_fixtures import MakeClient, store_of
-from tests.page_text import rows_of, visible
+from tests.page_text import rows_of, settled, visible
 
 KEY = "board-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -189,7 +189,7 @@ def test_an_unbounded_board_draws_no_ratings(client: TestClient) -> None:
 
 def test_a_page_with_effects_still_being_refitted_is_fetched_again(client: TestClient) -> None:
     seed(client, random.Random(10), questions=2)
-    assert "etag" in client.get(f"/?judge={JUDGE}").headers  # the first fit was waited for: all current
+    assert "etag" in settled(client, f"/?judge={JUDGE}").headers  # the first fit done: all current
     submit(client, {"x": "one more", "y": "and another"}, "q50")
     ids = [s["id"] for s in client.get("/api/submissions?question_id=q50").json()["submissions"]]
     store_of(client).import_judgements(name="more", source="test", judge=JUDGE, criteria="overall",
@@ -209,7 +209,7 @@ def test_a_board_slow_to_fit_is_refitted_behind_the_page(client: TestClient) -> 
     seed(client, random.Random(11), questions=2)
     cache = client.app.state.boards._boards  # type: ignore[attr-defined]  # the cache behind its timing
     cache.slow_fit_s = 0.0
-    first = client.get(f"/?judge={JUDGE}")
+    first = settled(client, f"/?judge={JUDGE}")
     assert matches(first.text) == 2 * 6 and "etag" in first.headers
     submit(client, {"x": "one more", "y": "and another"}, "q60")
     ids = [s["id"] for s in client.get("/api/submissions?question_id=q60").json()["submissions"]]
@@ -231,9 +231,9 @@ def test_a_big_board_is_prepared_behind_the_page(client: TestClient) -> None:
     seed(client, random.Random(12), questions=2)
     pages = client.app.state.pages  # type: ignore[attr-defined]
     pages.behind_from = 0
-    first = client.get(f"/?judge={JUDGE}")
-    assert matches(first.text) == 2 * 6 and "etag" in first.headers
     view = View(Level.MODEL, JUDGE, None, None)
+    first = settled(client, f"/?judge={JUDGE}")
+    assert matches(first.text) == 2 * 6 and "etag" in first.headers
     kept = pages._kept.latest(view)
     assert client.get(f"/?judge={JUDGE}").text.count("<svg") == first.text.count("<svg")
     assert pages._kept.latest(view) is kept  # nothing moved: nothing prepared again
@@ -244,14 +244,7 @@ def test_a_big_board_is_prepared_behind_the_page(client: TestClient) -> None:
     stale = client.get(f"/?judge={JUDGE}")
     assert matches(stale.text) == 2 * 6 and "etag" not in stale.headers and '~pending"' in stale.text
     assert "newer being added" in visible(stale.text)
-    state = client.app.state  # type: ignore[attr-defined]
-    for _ in range(5):  # the board, then its flags (a submission was added) and effects, each behind the page
-        pages.join(view, 30)
-        state.flags._refreshes.join(Level.MODEL, 30)
-        state.boards.effects_soon(wait_s=30, judge=JUDGE)
-        fresh = client.get(f"/?judge={JUDGE}")
-        if "etag" in fresh.headers:
-            break
+    fresh = settled(client, f"/?judge={JUDGE}")  # the board, then its flags and effects, behind the page
     assert matches(fresh.text) == 2 * 7 and "etag" in fresh.headers and "~pending" not in fresh.text
 
 

@@ -51,3 +51,20 @@ def test_requests_during_a_refresh_share_it() -> None:
     release.set()
     first.join(5)
     assert ran == [1]
+
+
+def test_join_all_waits_for_every_key_running() -> None:
+    refreshes = Refreshes("test", gap_s=0.0)
+    release, ran = threading.Event(), []
+
+    def work(key: str) -> None:
+        release.wait(5)
+        ran.append(key)
+
+    for key in ("a", "b"):
+        refreshes.start(key, lambda key=key: work(key))
+    refreshes.join_all(0.01)
+    assert ran == []  # both still held
+    release.set()
+    refreshes.join_all(5)
+    assert sorted(ran) == ["a", "b"]
