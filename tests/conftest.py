@@ -52,17 +52,13 @@ def pytest_configure(config: pytest.Config) -> None:
         del os.environ[name]
 
 
-# The fixtures that run a test on each backend; their "postgresql" run is marked slow.
-BACKEND_FIXTURES = ("store_url", "worker_database_url", "api_database_url", "fuzzed")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The quick run while working (`-m "not slow"`) runs every test once, on SQLite: the
     PostgreSQL run of a test parametrized over both backends is `slow`, run by the whole suite
     (and by CI) with the process-level tests. Tests that are about PostgreSQL alone stay quick."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if any(params.get(name) == "postgresql" for name in BACKEND_FIXTURES):
+        if any(isinstance(value, str) and value == "postgresql" for value in params.values()):
             item.add_marker(pytest.mark.slow)
 
 
