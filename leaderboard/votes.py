@@ -154,8 +154,10 @@ class Vote:
         return Ballot.of(self.a.id, self.b.id, self.outcome, self.call())
 
 
-def check_vote(vote: Vote) -> None:
-    """Raise VoteRefused when the vote breaks a rule of the module docstring."""
+def check_vote(vote: Vote, *, blind: bool = False) -> None:
+    """Raise VoteRefused when the vote breaks a rule of the module docstring. `blind`: the
+    voter may not learn who wrote which answer (a voter's key in a private joust), so no message
+    names a side's model, scenario or question: only the ids the voter sent."""
     a, b = vote.a, vote.b
     problem = voter_problem(vote.voter)
     if problem is not None:
@@ -163,11 +165,12 @@ def check_vote(vote: Vote) -> None:
     if a.id == b.id:
         raise VoteRefused("b", f"a and b are the same submission ({a.id}): a vote compares two answers")
     if a.question_id != b.question_id:
-        raise VoteRefused("b", f"a and b answer different questions ({a.question_id!r} and {b.question_id!r}): "
+        which = "" if blind else f" ({a.question_id!r} and {b.question_id!r})"
+        raise VoteRefused("b", f"a and b answer different questions{which}: "
                                "a vote compares two answers to the same question")
     if (a.model, a.scenario) == (b.model, b.scenario):
-        raise VoteRefused("b", f"a and b are both model {a.model!r} under scenario {a.scenario!r}: "
-                               "a player cannot play itself")
+        who = "answers of one player" if blind else f"both model {a.model!r} under scenario {a.scenario!r}"
+        raise VoteRefused("b", f"a and b are {who}: a player cannot play itself")
     for field, side in (("a", a), ("b", b)):
         if side.placeholder:
             raise VoteRefused(field, f"submission {side.id} is an imported battle's placeholder: "

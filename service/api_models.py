@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -61,6 +62,31 @@ def check_text(value: str) -> str:
         raise ValueError(problem)
     if "\x00" in value:
         raise ValueError(f"a NUL character (U+0000) at character {value.index(chr(0))}: text must not contain NUL")
+    return value
+
+
+# Characters that change how the text around them is shown: the bidirectional embeddings,
+# overrides, isolates and marks (U+202E shows "gpt-4" reversed, and can make one name look like
+# another on the board).
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot be a name shown on a board (a model, scenario, question id or judge),
+    or None: it must hold no control character (tab, newline, escape...), no line or paragraph
+    separator and no bidirectional control, each of which would make a name print as another."""
+    for index, char in enumerate(value):
+        if char in BIDI_CONTROLS:
+            return f"a bidirectional control (U+{ord(char):04X}) at character {index}: names must not reorder text"
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return f"a control character (U+{ord(char):04X}) at character {index}: names are printed on one line"
+    return None
+
+
+def check_name(value: str) -> str:
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -133,11 +159,13 @@ def _check_cron(expression: str) -> str:
 # some character that is not ASCII whitespace; of a judge, its provider. Each admits everything the
 # validators admit, so a request the schema refuses is always refused.
 TEXT_SCHEMA = {"minLength": 1, "pattern": "^[^\\x00]*[^\\x00\\t\\n\\v\\f\\r ][^\\x00]*$"}
+_NOT_IN_NAMES = "\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028-\\u202e\\u2066-\\u2069"
+KEY_SCHEMA = {"minLength": 1, "pattern": f"^[^{_NOT_IN_NAMES}]*[^{_NOT_IN_NAMES} ][^{_NOT_IN_NAMES}]*$"}
 JUDGE_SCHEMA = {"pattern": f"^({'|'.join(JUDGE_PROVIDERS)})/[^\\x00]+$"}
 Text = Annotated[StrictStr, Field(json_schema_extra=TEXT_SCHEMA), AfterValidator(check_text), AfterValidator(_not_blank)]
 Key = Annotated[
-    StrictStr, Field(max_length=KEY_MAX, json_schema_extra=TEXT_SCHEMA), AfterValidator(check_text),
-    AfterValidator(_not_blank),
+    StrictStr, Field(max_length=KEY_MAX, json_schema_extra=KEY_SCHEMA), AfterValidator(check_text),
+    AfterValidator(check_name), AfterValidator(_not_blank),
 ]
 Filter = Annotated[list[Key], Field(min_length=1)]
 JudgeSpec = Annotated[

@@ -307,6 +307,7 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # routes.docs serves /docs offline, under the Content-Security-Policy
         redoc_url=None,
+        openapi_url=None,  # routes.docs serves /openapi.json, behind JOUST_PRIVATE like every read
         dependencies=[Depends(private_reads)],  # JOUST_PRIVATE=1: reads need a key too (service.auth)
     )
     app.state.settings = settings

@@ -81,8 +81,23 @@ def _first(pointer: Pointer | None, a: Submission, b: Submission) -> int | None:
                                "first names the one of the two shown first")
 
 
-def cast_votes(store: Store, requests: Sequence[VoteRequest]) -> list[StoredVote]:
-    """File the votes, in order (see the module docstring for what it raises)."""
+def _unblinding(requests: Sequence[VoteRequest]) -> list[Problem]:
+    """Every side a blind voter named by its key: each answer of a private joust is named by its
+    submission id, because a reply about a vote naming both (such as "neither a (1) nor b (6)")
+    would tell which submission holds which model."""
+    return [Problem(index, field, f"{named(pointer)}: a voter's key in a private joust names answers by submission "
+                                  "id only (the ids the vote page shows), never by model")
+            for index, request in enumerate(requests)
+            for field, pointer in (("a", request.a), ("b", request.b), ("first", request.first))
+            if isinstance(pointer, SubmissionKey)]
+
+
+def cast_votes(store: Store, requests: Sequence[VoteRequest], *, blind: bool = False) -> list[StoredVote]:
+    """File the votes, in order (see the module docstring for what it raises). `blind`: the
+    voter may not learn who wrote which answer (a voter's key in a private joust): sides are
+    named by id only and no refusal names a model, scenario or question."""
+    if blind and (unblinding := _unblinding(requests)):
+        raise VotesRefused(422, unblinding)
     pointers = [p for r in requests for p in (r.a, r.b)]
     by_id, by_key = store.submissions_named(
         [p for p in pointers if not isinstance(p, SubmissionKey)], [p for p in pointers if isinstance(p, SubmissionKey)]
@@ -103,7 +118,7 @@ def cast_votes(store: Store, requests: Sequence[VoteRequest]) -> list[StoredVote
             continue
         try:
             vote = Vote(request.voter, a, b, request.verdict, _first(request.first, a, b))
-            check_vote(vote)
+            check_vote(vote, blind=blind)
         except VoteRefused as exc:
             refused.append(Problem(index, exc.field, exc.message))
             continue

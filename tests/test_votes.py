@@ -34,6 +34,18 @@ def test_a_vote_that_means_nothing_is_refused_naming_its_field(vote: Vote, field
     assert refused.value.field == field and words in refused.value.message
 
 
+@pytest.mark.parametrize("other", [OTHER_QUESTION, SAME_PLAYER])
+def test_a_blind_refusal_names_no_model_scenario_or_question(other: Submission) -> None:
+    """A voter's key in a private joust must not learn who wrote which answer from a refusal."""
+    with pytest.raises(VoteRefused) as told:
+        check_vote(Vote("alice", A1, other, Verdict.A))
+    with pytest.raises(VoteRefused) as blind:
+        check_vote(Vote("alice", A1, other, Verdict.A), blind=True)
+    assert told.value.field == blind.value.field == "b"
+    assert any(word in told.value.message for word in ("'m1'", "'q2'"))
+    assert not any(word in blind.value.message for word in ("m1", "m2", "default", "q1", "q2"))
+
+
 def test_two_scenarios_of_one_model_may_meet() -> None:
     check_vote(Vote("alice", A1, A3, Verdict.B, first=3))  # m1/default against m1/terse: a scenario comparison
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.types import OrderPolicy, Winner
-from service.api_models import KEY_MAX, check_text
+from service.api_models import KEY_MAX, check_text, name_problem
 
 from .columns import FLAT_CALL, INCONSISTENT_TIE, TEXTS, cell
 from .common import ImportFormatError, Record, text_field
@@ -146,6 +146,9 @@ def _name(path: Path, record: Record, name: str, limit: int = KEY_MAX) -> str | 
         return None
     if len(value.strip()) > limit:
         raise _fail(path, record, f"{name!r} is longer than {limit} characters")
+    problem = name_problem(value.strip())
+    if problem is not None:
+        raise _fail(path, record, f"{name!r}: {problem}")
     return value.strip()
 
 

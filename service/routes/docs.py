@@ -13,8 +13,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from fastapi import APIRouter
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from .common import ApiError
 
@@ -61,6 +61,13 @@ def _file(table: dict[str, Path], name: str, where: str) -> FileResponse:
     if path is None:
         raise ApiError(404, f"no such file: {where}/{name}")
     return FileResponse(path, headers=CACHE)
+
+
+@router.get("/openapi.json")
+def openapi(request: Request) -> JSONResponse:
+    """The OpenAPI document, served here rather than by FastAPI's own route (which bypasses the
+    app's dependencies) so that a private joust (JOUST_PRIVATE=1) closes it like every read."""
+    return JSONResponse(request.app.openapi())
 
 
 @router.get("/docs")

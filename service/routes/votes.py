@@ -28,9 +28,9 @@ from pydantic import (
 
 from leaderboard.votes import FORBIDDEN, VOTER_MAX, Verdict, voter_problem
 from service.api_models import Key
-from service.auth import require_vote
+from service.auth import Caller, require_vote
 from service.config import Settings
-from service.store import Store, VoteChanged
+from service.store import Scope, Store, VoteChanged
 from service.votes import Pointer, SubmissionKey, VoteRequest, VotesRefused, cast_votes
 
 from .common import ID_MAX, ApiError, describe_errors, error_responses, get_settings, get_store, json_body, request_body
@@ -179,19 +179,21 @@ def _path(root: str, index: int, field: str = "") -> str:
     status_code=201,
     response_model=VotesCreated,
     responses=error_responses(400, 401, 403, 404, 409, 413, 422),
-    dependencies=[Depends(require_vote)],
     openapi_extra=_BODY,
 )
 def create_votes(
+    caller: Annotated[Caller, Depends(require_vote)],
     body: Annotated[Any, Depends(json_body)],
     store: Annotated[Store, Depends(get_store)],
     settings: Annotated[Settings, Depends(get_settings)],
 ) -> VotesCreated:
     """File one human vote or a batch as judgements of `human/<voter>`; the same vote again
-    answers `created: false`."""
+    answers `created: false`. A voter's key in a private joust (which reads nothing) votes blind:
+    it names answers by submission id only, and no refusal says who wrote which."""
     items, root = parse_votes(body, settings.max_batch)
+    blind = settings.private and set(caller.scopes) == {Scope.VOTE}
     try:
-        stored = cast_votes(store, [to_request(item) for item in items])
+        stored = cast_votes(store, [to_request(item) for item in items], blind=blind)
     except VotesRefused as exc:
         details = [{"path": _path(root, p.index, p.field), "message": p.message} for p in exc.problems]
         shown = [f"{d['path']}: {d['message']}" for d in details[:5]]
