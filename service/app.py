@@ -9,6 +9,8 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
   403 wrong key; 404 unknown id or route (`store.NotFound`); 405 wrong method;
   409 same key, different content (`store.Conflict`); 413 body over `max_body_bytes` or a batch
   over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`.
+- 503 the database does not answer (`store.StoreUnavailable`: stopped, restarting, unreachable),
+  with `Retry-After`: the request was fine, and may be sent again once the database is back.
 - 500 answers `{"error": "internal server error"}`; the traceback goes to the log.
 - 405 carries `Allow` with every method the path has (Starlette names only one route's).
 
@@ -69,7 +71,7 @@ from service.routes import (
 from service.routes.common import ApiError, describe_errors
 from service.routes.page import prepared_boards
 from service.routes.winrate import winrate_cache
-from service.store import Conflict, NotFound, Store
+from service.store import Conflict, NotFound, Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,18 @@ async def _not_found(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=404)
 
 
+DATABASE_RETRY_AFTER_S = 5
+
+
+async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+    """503, not 500: the request was fine and may succeed once the database is back. The
+    driver's words go to the log only (they may name the database's host)."""
+    assert isinstance(exc, StoreUnavailable)
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc.reason)
+    return JSONResponse({"error": "the database is unavailable (down or restarting): try again shortly"},
+                        status_code=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
@@ -324,6 +338,7 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(NotFound, _not_found)
+    app.add_exception_handler(StoreUnavailable, _database_down)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)

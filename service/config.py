@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from leaderboard.circuit import BreakerConfig
 from leaderboard.pricing import DEFAULT_PRICES, Price, parse_price_table
+from leaderboard.reach import Reach
 
 DEFAULT_JUDGE = "anthropic/claude-sonnet-4-5"
 # The judge that needs no network and no key: what `joust up` uses when no provider is configured.
@@ -37,6 +39,7 @@ def default_judge(env: Mapping[str, str]) -> str:
 # the first bound it fits (in Redis, `Settings.call_stats_key`) and the API's /metrics reads them.
 CALL_LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 LOG_FORMATS = ("text", "json")
+REACH_FIELD = "joust_reach"  # the field of a worker's RQ hash (rq:worker:<name>) holding its `Settings.reach()`
 
 
 class SettingsError(ValueError):
@@ -100,6 +103,18 @@ class Settings:
     # A run whose matches fail this many times in a row, with no judgement between, stops
     # itself with stopped_reason "failing" (0: never).
     stop_after_failures: int = 10
+    # A judge's circuit breaker (workers.breaker, shared by every worker): this many failed calls
+    # in a row open it (0: never); it stays open breaker_open_s, doubled after each failed probe;
+    # after breaker_probes failed probes in a row the judge is down: calls fail unsent (0: never).
+    breaker_failures: int = 10
+    breaker_open_s: float = 5.0
+    breaker_probes: int = 3
+    # A 429/529 without retry-after pauses every worker only when it ends this many failed calls
+    # in a row (0: never), for overload_pause_s doubled per further failure; else that call alone
+    # waits call_backoff_s (doubled per send, jittered) before it is sent again.
+    overload_pause_after: int = 3
+    overload_pause_s: float = 1.0
+    call_backoff_s: float = 1.0
     # On SIGTERM a worker waits this long for its matches in flight before handing them back.
     drain_timeout_s: float = 10.0
     # Message Batches: seconds between polls, and the most requests and bytes per batch.
@@ -168,10 +183,24 @@ class Settings:
             concurrency=max(1, int(own.concurrency or self.judge_concurrency)),
         )
 
+    def breaker(self) -> BreakerConfig:
+        """The judges' circuit breaker: a probe is presumed lost once its call could have timed
+        out and a pause of the rate limit passed (judge_timeout_s + 30 s)."""
+        return BreakerConfig(failures=self.breaker_failures, open_s=max(0.001, self.breaker_open_s),
+                             probes=self.breaker_probes, probe_ttl_s=self.judge_timeout_s + 30.0)
+
     @property
     def matches_in_flight(self) -> int:
         """How many matches one worker process holds at once."""
         return max(1, self.worker_matches or self.judge_concurrency)
+
+    def reach(self) -> Reach:
+        """Which judges these settings can call (what is configured, never a key): a worker
+        says it in its RQ registration, field `REACH_FIELD`, for an API that holds no key."""
+        own = sorted(spec for spec, endpoint in self.judge_endpoints.items()
+                     if spec.startswith("openai/") and (endpoint.base_url or endpoint.api_key))
+        return Reach(anthropic=bool(self.anthropic_api_key), anthropic_base_url=bool(self.anthropic_base_url),
+                     openai=bool(self.openai_base_url or self.openai_api_key), openai_judges=tuple(own))
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (for the CLI's flags and for tests)."""
@@ -219,6 +248,12 @@ class Settings:
             worker_matches=int(number("JOUST_WORKER_MATCHES", base.worker_matches, int)),
             lease_ttl_s=max(1.0, number("JOUST_LEASE_TTL", base.lease_ttl_s)),
             stop_after_failures=int(number("JOUST_STOP_AFTER_FAILURES", base.stop_after_failures, int)),
+            breaker_failures=int(number("JOUST_BREAKER_FAILURES", base.breaker_failures, int)),
+            breaker_open_s=number("JOUST_BREAKER_OPEN", base.breaker_open_s),
+            breaker_probes=int(number("JOUST_BREAKER_PROBES", base.breaker_probes, int)),
+            overload_pause_after=int(number("JOUST_OVERLOAD_PAUSE_AFTER", base.overload_pause_after, int)),
+            overload_pause_s=number("JOUST_OVERLOAD_PAUSE", base.overload_pause_s),
+            call_backoff_s=number("JOUST_CALL_BACKOFF", base.call_backoff_s),
             drain_timeout_s=number("JOUST_DRAIN_TIMEOUT", base.drain_timeout_s),
             batch_poll_s=max(0.05, number("JOUST_BATCH_POLL", base.batch_poll_s)),
             batch_max_requests=max(1, int(number("JOUST_BATCH_MAX_REQUESTS", base.batch_max_requests, int))),

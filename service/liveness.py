@@ -1,14 +1,20 @@
 """Liveness of the worker and scheduler processes, for container healthchecks.
 
 Workers already beat in Redis through RQ; the scheduler writes a beat of its own after every
-tick. `joust healthcheck worker|scheduler` answers for the processes on this host.
+tick. `joust healthcheck worker|scheduler` answers for the processes on this host. A worker's
+RQ registration also carries which judges it can reach (`service.credentials`), which the API
+reads when it holds no key of its own.
 """
 from __future__ import annotations
 
 import socket
 
 from redis import Redis
-from rq import Worker
+from rq import Queue, Worker
+
+from leaderboard.reach import Reach
+
+from .config import REACH_FIELD
 
 SCHEDULER_BEAT = "joust:scheduler:beat:{host}"
 
@@ -27,3 +33,14 @@ def worker_alive(redis: Redis, queue_name: str) -> bool:
     """True when an RQ worker of this host listens on the queue (RQ drops dead ones' keys)."""
     host = socket.gethostname()
     return any(w.hostname == host and queue_name in w.queue_names() for w in Worker.all(connection=redis))
+
+
+def worker_reaches(redis: Redis, queue_name: str) -> list[Reach]:
+    """What each live RQ worker on the queue says it can reach (`service.credentials`); a worker
+    that says nothing (another version, or not `joust worker`) is left out."""
+    keys = sorted(Worker.all_keys(connection=redis, queue=Queue(queue_name, connection=redis)))
+    with redis.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.hget(key, REACH_FIELD)
+        said = pipe.execute()
+    return [reach for raw in said if raw is not None and (reach := Reach.from_json(raw)) is not None]

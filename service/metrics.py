@@ -60,8 +60,8 @@ BOARD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 
 
 def parse_call_stats(raw: dict[Any, Any]) -> dict[str, dict[str, float]]:
-    """The workers' hash as {judge: {kind: value}} (kinds: calls:<result>, retries, latency_sum,
-    latency_count, latency_le:<bound>)."""
+    """The workers' hash as {judge: {kind: value}} (kinds: calls:<result>, retries, pauses,
+    circuit_opens, latency_sum, latency_count, latency_le:<bound>)."""
     found: dict[str, dict[str, float]] = {}
     for field, value in raw.items():
         field = field.decode() if isinstance(field, bytes) else str(field)
@@ -175,12 +175,18 @@ class JoustCollector(Collector):
                                     "or 529)", labels=["judge", "result"])
         retries = CounterMetricFamily("joust_judge_retries", "Calls sent again after the provider could not "
                                       "answer", labels=["judge"])
+        pauses = CounterMetricFamily("joust_judge_pauses", "Pauses of every worker after a 429 or 529 "
+                                     "(its retry-after, or overloads in a row)", labels=["judge"])
+        opens = CounterMetricFamily("joust_judge_circuit_opens", "Times the judge's circuit breaker opened, "
+                                    "or reopened after a failed probe", labels=["judge"])
         latency = HistogramMetricFamily("joust_judge_call_seconds", "Latency of the calls a judge answered",
                                         labels=["judge"])
         for judge, kinds in sorted(stats.items()):
             for result in CALL_RESULTS:
                 calls.add_metric([judge, result], kinds.get(f"calls:{result}", 0.0))
             retries.add_metric([judge], kinds.get("retries", 0.0))
+            pauses.add_metric([judge], kinds.get("pauses", 0.0))
+            opens.add_metric([judge], kinds.get("circuit_opens", 0.0))
             cumulative, buckets = 0.0, []
             for bound in CALL_LATENCY_BUCKETS:
                 cumulative += kinds.get(f"latency_le:{_bucket_name(bound)}", 0.0)
@@ -189,6 +195,8 @@ class JoustCollector(Collector):
             latency.add_metric([judge], buckets, kinds.get("latency_sum", 0.0))
         yield calls
         yield retries
+        yield pauses
+        yield opens
         yield latency
 
 

@@ -24,7 +24,7 @@ from .history import take_snapshots
 from .liveness import beat_scheduler
 from .queue import JobQueue
 from .rounds import advance
-from .store import Store
+from .store import Store, StoreUnavailable
 from .tournaments import hand_out, launch
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,9 @@ class Scheduler:
         Redis going away is waited out, not fatal: redis-py reconnects on the next command, every
         step of a tick can be done again (a run whose matches could not be enqueued keeps them
         pending for the sweep), so the next tick after Redis is back picks up where this one
-        failed. While it is down the log says so once, not once per tick."""
+        failed. While it is down the log says so once, not once per tick; so for the database."""
         redis_down_since: float | None = None
+        database_down_since: float | None = None
         while not stop.is_set():
             try:
                 now = clock()
@@ -104,10 +105,19 @@ class Scheduler:
                 if redis_down_since is not None:
                     log.warning("Redis is back after %.1f s: scheduling again", time.monotonic() - redis_down_since)
                     redis_down_since = None
+                if database_down_since is not None:
+                    log.warning("the database is back after %.1f s: scheduling again",
+                                time.monotonic() - database_down_since)
+                    database_down_since = None
             except RedisConnectionError as exc:
                 if redis_down_since is None:
                     redis_down_since = time.monotonic()
                     log.warning("Redis is unreachable, retrying every %ss: %s", self.settings.scheduler_interval_s, exc)
+            except StoreUnavailable as exc:
+                if database_down_since is None:
+                    database_down_since = time.monotonic()
+                    log.warning("the database does not answer, retrying every %ss: %s",
+                                self.settings.scheduler_interval_s, exc.reason)
             except Exception:  # keep scheduling through a database hiccup
                 log.exception("scheduler tick failed")
             stop.wait(self.settings.scheduler_interval_s)

@@ -149,8 +149,9 @@ class FakeAnthropic:
         """Apply a JSON config. Keys: policy keys (see `decide_from_config`), latency_s, api_key,
         failures [{"status": 429, "retry_after": 0.1}, ...], replies ["text", ...];
         rpm, tpm, burst_s (rate limits, null for none); fault_rate, fault_kinds, fault_seed,
-        fault_retry_after, fault_timeout_s (random faults); batch_delay_s, batch_cancel_delay_s,
-        batch_max_requests, batch_errors, batch_fault_rate, batch_fault_kinds, batch_shuffle.
+        fault_retry_after (null: 429/529 faults carry none), fault_timeout_s (random faults);
+        batch_delay_s, batch_cancel_delay_s, batch_max_requests, batch_errors, batch_fault_rate,
+        batch_fault_kinds, batch_shuffle.
         Everything is checked before anything changes; a bad value raises ValueError."""
         decide = decide_from_config(config)
         limits = self._limiter.config.updated(config)

@@ -29,8 +29,8 @@ from tests.fake_wire import rfc3339
 class Fault(StrEnum):
     """What a random fault does to a live request."""
 
-    RATE_LIMITED = "429"  # rate_limit_error with retry-after
-    OVERLOADED = "529"  # overloaded_error with retry-after
+    RATE_LIMITED = "429"  # rate_limit_error with retry-after (unless fault_retry_after is null)
+    OVERLOADED = "529"  # overloaded_error with retry-after (unless fault_retry_after is null)
     SERVER_ERROR = "500"  # api_error
     TIMEOUT = "timeout"  # the reply comes fault_timeout_s late, after the client gave up
     MALFORMED = "malformed"  # a 200 whose text holds no verdict
@@ -168,7 +168,7 @@ class FaultConfig:
     rate: float = 0.0
     kinds: tuple[Fault, ...] = tuple(Fault)
     seed: int | None = None
-    retry_after: float = 1.0  # the retry-after of "429" and "529" faults
+    retry_after: float | None = 1.0  # the retry-after of "429" and "529" faults (None: they carry none)
     timeout_s: float = 30.0  # how late a "timeout" fault answers
 
     def updated(self, config: dict[str, Any]) -> FaultConfig:
@@ -178,7 +178,8 @@ class FaultConfig:
             rate=float(config.get("fault_rate", self.rate)),
             kinds=tuple(Fault(str(k)) for k in config.get("fault_kinds", self.kinds)),
             seed=_optional_int(config["fault_seed"]) if "fault_seed" in config else self.seed,
-            retry_after=float(config.get("fault_retry_after", self.retry_after)),
+            retry_after=_optional_float(config["fault_retry_after"]) if "fault_retry_after" in config
+            else self.retry_after,
             timeout_s=float(config.get("fault_timeout_s", self.timeout_s)),
         )
         if not 0 <= new.rate <= 1 or not new.kinds:

@@ -144,6 +144,16 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 continue
 
+    def start_again(self) -> None:
+        """Start the server `stop` stopped, on the same port over the same data (its databases
+        and their rows kept): the end of a database outage a test made."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        if self.port is None:
+            raise RuntimeError("the server was never started")
+        if not self._launch(find_binary("postgres")):
+            raise RuntimeError(f"port {self.port} was taken while postgres was down (log {self.log_path})")
+
     def create_database(self) -> str:
         """A new, empty database; its name. FILE_COPY copies the small template's files, where
         PostgreSQL 15's default (WAL_LOG) writes them through the log: about twice as fast here,

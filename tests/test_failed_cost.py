@@ -27,7 +27,6 @@ from tests.test_criteria_compqa import scores
 from tests.test_criteria_factsim import SUMMARIES
 from tests.test_criteria_factsim import submit as submit_summaries
 from tests.worker_fixtures import assert_calls_fit, start, submit, work
-from workers import gate
 from workers.budget import Meter
 from workers.gate import Gate, GatedJudge
 from workers.criteria.compqa_prompt import ANSWER_TAG
@@ -131,7 +130,7 @@ def test_a_retried_attempt_charges_what_it_paid_before_the_provider_error(
 ) -> None:
     """Each attempt sends the failing call three times; the waits between sends (1-2 s and 2-4 s
     in production) are shortened here: the engine runs in this process."""
-    monkeypatch.setattr(gate, "CALL_RETRY_BASE_S", 0.05)
+    monkeypatch.setenv("JOUST_CALL_BACKOFF", "0.05")
     right = rubric_scores(TOTALS)
 
     def decide(system: str, users: list[str]) -> str:

@@ -12,7 +12,7 @@ from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
 from tests.worker_fixtures import MODELS, set_env, start, submit, work
 from leaderboard.types import MatchOutcome
-from workers import gate, pacing, runtime
+from workers import runtime
 
 db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here
 
@@ -85,9 +85,10 @@ def test_an_unparseable_reply_fails_the_match_and_is_never_a_tie(db: Store, env:
 def test_rate_limits_are_retried_after_retry_after(
     db: Store, env: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A 429 with retry-after, and a 529 without (every worker then pauses for the default
-    cooldown: 5 s in production, shortened here; the engine runs in this process)."""
-    monkeypatch.setattr(pacing, "DEFAULT_COOLDOWN_S", 0.3)
+    """A 429 with retry-after (every worker pauses that long), and a lone 529 without (only its
+    call waits its own backoff, half to all of JOUST_CALL_BACKOFF: 1 s in production, shortened
+    here; the engine runs in this process)."""
+    monkeypatch.setenv("JOUST_CALL_BACKOFF", "0.3")
     retry_after = 0.2
     submit(db, questions=1)
     fake.fail(Failure(429, retry_after=retry_after), Failure(529))
@@ -99,7 +100,7 @@ def test_rate_limits_are_retried_after_retry_after(
     received = sorted(fake.received, key=lambda r: r.at)
     for failed in (r for r in received if r.status != 200):
         again = [r for r in received if (r.system, r.messages) == (failed.system, failed.messages) and r.at > failed.at]
-        pause = retry_after if failed.status == 429 else pacing.DEFAULT_COOLDOWN_S
+        pause = retry_after if failed.status == 429 else 0.3 / 2
         assert again and again[0].at - failed.answered_at >= 0.9 * pause, (failed.status, again)
 
 
@@ -107,8 +108,11 @@ def test_a_provider_that_keeps_failing_fails_the_match_with_its_reason(
     db: Store, env: Settings, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each attempt sends its call three times; the waits between sends (1-2 s and 2-4 s in
-    production) are shortened here: the engine runs in this process."""
-    monkeypatch.setattr(gate, "CALL_RETRY_BASE_S", 0.05)
+    production) are shortened here: the engine runs in this process. The judge's circuit breaker
+    is off: this is the story of a match's own attempts (tests/test_breaker_faults.py tells the
+    breaker's)."""
+    monkeypatch.setenv("JOUST_CALL_BACKOFF", "0.05")
+    monkeypatch.setenv("JOUST_BREAKER_FAILURES", "0")
     submit(db, questions=1)
     fake.fail(*[500] * 100)
     tid = start(db, env, models=["good", "mid"])

@@ -6,7 +6,7 @@ import asyncio
 
 from redis.asyncio import Redis
 
-from workers.leases import CLAIM_PREFIX, LEASES, Leases
+from workers.leases import CLAIM_PREFIX, LEASES, REAPING, Leases
 
 TTL = 0.4  # seconds: short, so that lapsing is quick to see (asserted on state, never on timing)
 
@@ -96,5 +96,37 @@ def test_abandoned_and_dropped_leases(redis_url: str) -> None:
         assert await reaper.reap() == [1]
         assert await clients[0].zcard(LEASES) == 0
         await _close(clients)
+
+    asyncio.run(run())
+
+
+def test_a_reaped_lease_is_kept_until_its_match_is_handed_out_again(redis_url: str) -> None:
+    """Reaping takes an expired lease for one ttl instead of popping it: a reaper that cannot
+    hand the match out (the database is down) gives it back for the next one, a reaper that
+    dies lets it lapse and another takes it, and a match leased again meanwhile is left alone."""
+
+    async def run() -> None:
+        dead, reaper, clients = await _pair(redis_url)
+        other = Leases(Redis.from_url(redis_url), TTL)
+        for match_id in (1, 2, 3, 4):
+            await dead.hold(match_id)
+        await dead.abandon([1, 2, 3, 4])  # expired at once
+        assert sorted(await reaper.reap()) == [1, 2, 3, 4]
+        assert await other.reap() == []  # taken: nobody else hands them out meanwhile
+        await reaper.unreaped([1])  # could not be handed out
+        assert await other.reap() == [1]  # the next reaper takes it at once
+        await other.rehanded([1])
+        await reaper.rehanded([2])  # back on the queue: done with
+        await other.hold(4)  # handed out and leased again, but its reaper died before confirming
+        deadline = asyncio.get_running_loop().time() + 30
+        taken: list[int] = []
+        while not taken and asyncio.get_running_loop().time() < deadline:
+            await other.renew()  # its heartbeat keeps 4
+            taken = await other.reap()  # the reaper of 3 and 4 died: their reapings lapse
+            await asyncio.sleep(TTL / 8)
+        assert taken == [3]  # 4 is leased again: left to its holder
+        await other.rehanded(taken)
+        assert await clients[0].zcard(REAPING) == 0 and await other.expiry(4) is not None
+        await _close([*clients, other.redis])
 
     asyncio.run(run())

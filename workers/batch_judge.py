@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncContextManager
 
 from leaderboard.consistency import match_seed
-from leaderboard.pricing import cost_usd, estimate_tokens
+from leaderboard.pricing import BATCH_DISCOUNT, cost_usd, estimate_tokens
 from leaderboard.types import MatchOutcome
 from service.store import MatchContext, NeededRequest, RequestStatus, StoredRequest
 
@@ -41,7 +41,7 @@ from .budget import BUDGET, Meter, charge_unrecorded, stop_for
 from .criteria import criteria_set
 from .errors import PermanentJudgeError, VerdictParseError
 from .judge import Completion, Judge, JudgeReply, Message, compare_with_reminder
-from .match import BATCH_DISCOUNT, Deps, OffLoopScores, fail, open_match, record
+from .match import Deps, OffLoopScores, fail, open_match, record
 from .registry import parse_judge_spec
 
 Lookup = Callable[[str], Awaitable[StoredRequest | None]]

@@ -41,7 +41,7 @@ from typing import Any
 
 from redis.exceptions import LockError
 
-from leaderboard.pricing import cost_usd
+from leaderboard.pricing import BATCH_DISCOUNT, cost_usd
 from service.config import Settings
 from service.store import (
     ACTIVE,
@@ -57,7 +57,7 @@ from service.store import (
 
 from . import runtime
 from .batch_judge import replay
-from .match import BATCH_DISCOUNT, Deps, fail
+from .match import Deps, fail
 
 log = logging.getLogger(__name__)
 

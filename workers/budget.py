@@ -34,6 +34,8 @@ from redis.asyncio import Redis
 from leaderboard.pricing import Price, cost_usd, price_of
 from service.store import MatchContext, Store
 
+from .unrecorded import UnrecordedCharges
+
 log = logging.getLogger(__name__)
 
 BUDGET = "budget"
@@ -151,15 +153,19 @@ async def stop_for(store: Store, io: Offload, ctx: MatchContext, reason: str) ->
 
 
 async def charge_unrecorded(store: Store, io: Offload, table: Mapping[str, Price], ctx: MatchContext, meter: Meter,
-                            discount: float = 1.0) -> float | None:
+                            discount: float = 1.0, *, charges: UnrecordedCharges | None = None) -> float | None:
     """Charge the match what this attempt paid when no judgement of it records the calls (it
     failed, or a twin stored the pair's judgement first), and count those calls (an adaptive
     run's `max_calls` counts them, priced or not); the cost charged, None when nothing was paid
-    or the judge has no price (a cost is never guessed)."""
+    or the judge has no price (a cost is never guessed). Through `charges` when given: kept in
+    Redis while the database is down, rather than waiting for it (a stopping worker cannot)."""
     if not meter.calls:
         return None
     cost = meter.cost(ctx.spec.judge, table, discount)
-    await io(store.charge_match, ctx.match_id, cost, calls=meter.calls)
+    if charges is not None:
+        await charges.charge(ctx.match_id, cost, meter.calls)
+    else:
+        await io(store.charge_match, ctx.match_id, cost, calls=meter.calls)
     if cost:
         log.info("match %d: charged $%.6f for %d calls no judgement records", ctx.match_id, cost, meter.calls)
     return cost

@@ -4,9 +4,11 @@ Workers are processes of their own, on any machine: counters in their memory wou
 to the API. So each call adds to one Redis hash shared by every worker (`Settings.call_stats_key`,
 fields "<kind>\\x1f<judge>", read by `service.metrics`): `calls:ok`, `calls:rate_limited` (429 or
 529), `calls:error` (any other failure of the send), `retries` (a call sent again after the
-provider could not answer), and for answered calls `latency_sum`, `latency_count` and
-`latency_le:<bound>` (how many took at most `bound` seconds and more than the bound before, over
-`service.config.CALL_LATENCY_BUCKETS`; the rest only in `latency_count`).
+provider could not answer), `pauses` (a 429/529 made every worker pause: `workers.gate`),
+`circuit_opens` (the judge's circuit breaker opened, or reopened after a failed probe), and for
+answered calls `latency_sum`, `latency_count` and `latency_le:<bound>` (how many took at most
+`bound` seconds and more than the bound before, over `service.config.CALL_LATENCY_BUCKETS`; the
+rest only in `latency_count`).
 
 One pipelined round trip per call, next to a call that takes seconds; a Redis fault here is
 logged and forgotten: counting must never fail a call already paid for.
@@ -55,6 +57,12 @@ class CallStats:
 
     async def retried(self, judge: str) -> None:
         await self._add(judge, {"retries": 1})
+
+    async def paused(self, judge: str) -> None:
+        await self._add(judge, {"pauses": 1})
+
+    async def circuit_opened(self, judge: str) -> None:
+        await self._add(judge, {"circuit_opens": 1})
 
     async def _add(self, judge: str, counts: dict[str, int], latency_s: float | None = None) -> None:
         try:

@@ -20,10 +20,12 @@ from service.config import Settings
 from service.store import MatchContext, Store
 
 from .budget import SpendBook
+from .breaker import CircuitBreaker
 from .callstats import CallStats
 from .leases import Leases
 from .ratelimit import SharedRateLimit
 from .registry import JudgePool
+from .unrecorded import UnrecordedCharges
 
 log = logging.getLogger("workers.match")  # the failures are a match's story: logged under its name
 
@@ -35,9 +37,11 @@ Requeue = Callable[[int, float, str], Awaitable[None]]
 class Deps:
     """What judging a match needs, built once per worker process and handed to every match.
 
-    `io(fn, *args)` runs a blocking call (the store, RQ) on a thread; `requeue(match_id, delay_s,
+    `io(fn, *args)` runs a blocking store call on a thread, and through a database outage makes
+    it again once the database answers (`workers.outage`); `requeue(match_id, delay_s,
     why)` puts a match back on the queue; `redis` is the asyncio client the leases, the rate
-    limit and the spend book share; `rng` draws the retry jitter.
+    limit and the spend book share; `rng` draws the retry jitter; `charges` takes what an attempt
+    paid and stored no judgement for, even while the database is down.
     """
 
     settings: Settings
@@ -52,6 +56,9 @@ class Deps:
     rng: random.Random = field(default_factory=random.Random)
     slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     stats: CallStats | None = None  # the process's call counts for /metrics
+    breaker: CircuitBreaker | None = None  # the judges' circuit breakers, shared by every worker
+    # charges for paid calls no judgement records, kept in Redis while the database is down
+    charges: UnrecordedCharges | None = None
 
     def slot(self, spec: str, concurrency: int) -> asyncio.Semaphore:
         """The process's limit of calls in flight to judge `spec`."""

@@ -18,6 +18,14 @@ heartbeat renews every lease and claim of the process; a reaper hands out again 
 lease expired (their worker died). On shutdown the engine stops taking matches, waits
 `drain_timeout_s` for those in flight, then gives the rest back (their leases expire at once, so
 the next reaper hands them out).
+
+A database outage (`workers.outage`) is waited out, not failed on: the matches in flight keep
+their leases (the heartbeat is Redis only) and their replies, and make their store calls once the
+database is back, so no call is paid twice for it; a job that arrives meanwhile waits before its
+match is leased (the rest stay on the queue), and past a quarter of `match_timeout_s` goes back on
+the queue with a delay; the reaper hands nothing out until the database answers. What a stopping
+worker paid and could not store is kept in Redis and charged when it answers
+(`workers.unrecorded`).
 """
 from __future__ import annotations
 
@@ -41,17 +49,20 @@ from redis.retry import Retry
 
 from leaderboard.types import MatchOutcome
 from service.config import Settings
-from service.store import Store
+from service.store import Store, StoreUnavailable
 
 from . import logcontext
+from .breaker import CircuitBreaker
 from .budget import Meter, SpendBook
 from .callstats import CallStats
-from .gate import Gate, GatedJudge
+from .gate import Gate, GatedJudge, overload_of
 from .judge import Judge
 from .leases import Leases
 from .match import Deps, judge_one
+from .outage import DatabaseWatch
 from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
+from .unrecorded import UnrecordedCharges
 from .worker import job_queue
 
 log = logging.getLogger(__name__)
@@ -97,6 +108,7 @@ class Engine:
         self._thread.start()
         self._running: dict[int, asyncio.Task[MatchOutcome]] = {}
         self._closing = False
+        self._bookkeeping: set[asyncio.Task[None]] = set()  # queue records waiting for the database
         self.deps: Deps = self.run(self._build())
 
     # ---- the loop's side ---------------------------------------------------------------------
@@ -115,6 +127,8 @@ class Engine:
             lease_redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(
                 self.settings.redis_url, max_connections=8, timeout=60, **riding))
         self._slots = asyncio.Semaphore(self.settings.matches_in_flight)
+        self.charges = UnrecordedCharges(aredis, self.store, self.io_once) if aredis is not None else None
+        self.database = DatabaseWatch(lambda: self.io_once(self.store.ping), on_back=self._caught_up)
         deps = Deps(
             settings=self.settings,
             store=self.store,
@@ -127,6 +141,8 @@ class Engine:
             redis=aredis,
             rng=self._rng,
             stats=CallStats(aredis, self.settings.call_stats_key) if aredis is not None else None,
+            charges=self.charges,
+            breaker=CircuitBreaker(aredis, self.settings.breaker()) if aredis is not None else None,
         )
         loop = asyncio.get_running_loop()
         self._beating = [loop.create_task(self._heartbeat(deps)), loop.create_task(self._reaper(deps))] \
@@ -134,15 +150,34 @@ class Engine:
         return deps
 
     async def io(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run a blocking call on the engine's thread pool."""
+        """Run a blocking call on the engine's thread pool; one the database could not take is
+        made again once it answers (`DatabaseWatch.call`), so only a blocking call that is
+        safe to repeat (a store call: one transaction) may come here."""
+        return await self.database.call(lambda: self.io_once(fn, *args, **kwargs))
+
+    async def io_once(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking call on the engine's thread pool, once."""
         context = contextvars.copy_context()  # the match's log ids travel to the thread
         return await asyncio.get_running_loop().run_in_executor(self._executor, lambda: context.run(fn, *args, **kwargs))
 
     async def requeue(self, match_id: int, delay_s: float, why: str) -> None:
         """Put a match back on the queue in `delay_s` seconds (RQ's scheduler moves it there)."""
-        await self.io(self._enqueue, [match_id], delay_s, why)
+        await self._hand_out([match_id], delay_s, why)
 
-    def _enqueue(self, match_ids: list[int], delay_s: float, why: str) -> None:
+    async def _hand_out(self, match_ids: list[int], delay_s: float, why: str) -> None:
+        """Put matches on the queue (Redis), then record their jobs in the store; while the
+        database is down that record waits for it in the background: the jobs are out already,
+        and the record only tells the scheduler's sweep they are alive."""
+        jobs = await self.io_once(self._enqueue, match_ids, delay_s, why)
+        try:
+            await self.io_once(self.store.mark_queued, jobs)
+        except StoreUnavailable as exc:
+            await self.database.confirm(exc)
+            task = asyncio.get_running_loop().create_task(self.io(self.store.mark_queued, jobs))
+            self._bookkeeping.add(task)
+            task.add_done_callback(self._bookkeeping.discard)
+
+    def _enqueue(self, match_ids: list[int], delay_s: float, why: str) -> dict[int, str]:
         assert self.queue is not None
         jobs: dict[int, str] = {}
         timeout = int(max(1, self.settings.match_timeout_s / 2))
@@ -154,7 +189,7 @@ class Engine:
             else:
                 job = self.queue.enqueue(JUDGE_MATCH, match_id, job_timeout=timeout, description=description)
             jobs[match_id] = job.id
-        self.store.mark_queued(jobs)
+        return jobs
 
     async def _heartbeat(self, deps: Deps) -> None:
         """Renew this process's leases and claims, three times per ttl. Nothing else runs in
@@ -173,10 +208,13 @@ class Engine:
             await asyncio.sleep(every)
 
     async def _reaper(self, deps: Deps) -> None:
-        """Hand out again, every half ttl, the matches whose worker died."""
+        """Hand out again, every half ttl, the matches whose worker died; and charge what was
+        paid while the database was down, once it answers."""
         while True:
             try:
                 await self._reap(deps)
+                if self.charges is not None and not self.database.down:
+                    await self.charges.flush()
             except asyncio.CancelledError:
                 raise
             except Exception:  # keep reaping through a Redis or database hiccup
@@ -184,16 +222,35 @@ class Engine:
             await asyncio.sleep(self.settings.lease_ttl_s / 2)
 
     async def _reap(self, deps: Deps) -> list[int]:
-        """Hand out again the matches whose lease expired (in any process)."""
+        """Hand out again the matches whose lease expired (in any process). Nothing is taken
+        while the database is down; what was taken and cannot be handed out is given back."""
         assert deps.leases is not None
+        if self.database.down or self.queue is None:
+            return []
         expired = await deps.leases.reap()
         if not expired:
             return []
-        active = await self.io(self.store.active_matches, expired)
-        if active and self.queue is not None:
-            await self.io(self._enqueue, active, 0.0, "its worker stopped")
+        try:
+            active = await self.io_once(self.store.active_matches, expired)
+            if active:
+                await self._hand_out(active, 0.0, "its worker stopped")
+        except BaseException as exc:
+            await deps.leases.unreaped(expired)
+            if isinstance(exc, StoreUnavailable):
+                await self.database.confirm(exc)
+                return []
+            raise
+        await deps.leases.rehanded(expired)
+        if active:
             log.warning("handed out again %d matches whose worker stopped: %s", len(active), active[:20])
         return active
+
+    async def _caught_up(self) -> None:
+        """The database answers again: hand out what lapsed meanwhile and charge what was kept."""
+        if self.deps.leases is not None:
+            await self._reap(self.deps)
+        if self.charges is not None:
+            await self.charges.flush()
 
     async def _admit(self, match_id: int, wait_s: float) -> str:
         deps = self.deps
@@ -202,6 +259,9 @@ class Engine:
             return "requeued"
         if match_id in self._running:  # handed out again while still being judged here
             return MatchOutcome.SKIPPED.value
+        if self.database.down and not await self.database.back(wait_s):  # keep the rest on the queue
+            await self.requeue(match_id, max(1.0, self.settings.lease_ttl_s), "the database is down")
+            return "requeued"
         if deps.leases is not None:
             await deps.leases.hold(match_id)
         try:
@@ -256,9 +316,10 @@ class Engine:
         return sorted(left)
 
     async def _shutdown(self) -> None:
-        for task in self._beating:
+        for task in [*self._beating, *self._bookkeeping]:
             task.cancel()
-        await asyncio.gather(*self._beating, return_exceptions=True)
+        await asyncio.gather(*self._beating, *self._bookkeeping, return_exceptions=True)
+        await self.database.close()
         await self.deps.judges.aclose()
         if self.deps.redis is not None:
             await self.deps.redis.aclose()
@@ -302,7 +363,9 @@ class Engine:
         limits = self.settings.limits(spec)
         gate = Gate(spec=spec, meter=meter or Meter(), max_tokens=self.settings.judge_max_tokens,
                     slot=self.deps.slot(spec, limits.concurrency), limiter=self.deps.limiter,
-                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng, stats=self.deps.stats)
+                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng, stats=self.deps.stats,
+                    breaker=self.deps.breaker, overload=overload_of(self.settings),
+                    retry_base_s=self.settings.call_backoff_s)
         return GatedJudge(self.deps.judges.get(spec), gate)  # type: ignore[return-value]
 
     def drain(self, timeout_s: float | None = None) -> list[int]:

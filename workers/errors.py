@@ -7,6 +7,9 @@
     │                           HTTP status when there was one.
     ├── PermanentJudgeError     retrying cannot help: bad credentials, bad request, unknown model
     │                           or provider, a missing SDK.
+    ├── JudgeDown               nothing was sent: the judge's circuit breaker (`workers.breaker`)
+    │                           is open after its probes failed too, so the call fails at once
+    │                           (its match fails with the reason; the run's streak stops it).
     └── VerdictParseError       the judge answered, but neither its reply nor its reply to the
                                 reminder held a verdict. `raw` is the last reply, `replies` all of
                                 them. Record it as an error; never read it as a tie.
@@ -36,6 +39,18 @@ class TransientJudgeError(JudgeError):
 
 class PermanentJudgeError(JudgeError):
     """The request itself is wrong (credentials, model, provider); retrying repeats the failure."""
+
+
+class JudgeDown(JudgeError):
+    """The judge failed every call lately, its probes included: no call was sent. `spec` names
+    the judge."""
+
+    def __init__(self, message: str, spec: str = "") -> None:
+        super().__init__(message)
+        self.spec = spec
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.spec))
 
 
 class VerdictParseError(JudgeError):

@@ -5,19 +5,67 @@ matches at once (`workers.match.judge_one`), and returns as soon as the engine h
 RQ gives the worker its next job while earlier matches still wait on the judge. From then on the
 match's lease (`workers.leases`), not the RQ job, says that a live worker holds it.
 
+A worker that starts while the database is down cannot build its engine (the store checks its
+schema first): the job waits for the database as a job of a running engine does (a quarter of
+`match_timeout_s`, polling), then goes back on the queue with a delay rather than failing, so
+the match keeps a job.
+
 Only `joust worker` (RQ's `SimpleWorker`, jobs in the worker's own process) may run these jobs: a
 forking worker would judge in a work-horse that exits after each job.
 """
 from __future__ import annotations
 
+import logging
+import time
+from datetime import timedelta
+
+from rq import get_current_job
+
+from service.config import Settings
+from service.store import StoreUnavailable
+
 from . import logcontext, runtime
+from .engine import JUDGE_MATCH, Engine
+from .worker import job_queue
+
+log = logging.getLogger(__name__)
+
+DATABASE_POLL_S = 0.5
 
 
 def judge_match(match_id: int) -> str:
     """Give one match to this process's engine: "admitted", "requeued" (this process stayed full
-    too long: another worker takes it) or "skipped" (it is in flight here already)."""
+    too long, or the database was down: another worker, or this one later, takes it) or "skipped"
+    (it is in flight here already)."""
     token = logcontext.MATCH_ID.set(match_id)  # the lines of handing it over say which match
     try:
-        return runtime.engine().admit(match_id)
+        engine = _engine(match_id)
+        return "requeued" if engine is None else engine.admit(match_id)
     finally:
         logcontext.MATCH_ID.reset(token)
+
+
+def _engine(match_id: int) -> Engine | None:
+    """The process's engine, waiting for a database that is down while it is built; None when
+    it stayed down, after the match was put back on the queue."""
+    try:
+        return runtime.engine()
+    except StoreUnavailable:
+        pass
+    settings = Settings.from_env()  # parsed only here: a job of a running engine never needs it
+    deadline = time.monotonic() + max(1.0, settings.match_timeout_s / 4)
+    while True:
+        time.sleep(DATABASE_POLL_S)
+        try:
+            return runtime.engine()
+        except StoreUnavailable as exc:
+            if time.monotonic() < deadline:
+                continue
+            job = get_current_job()
+            if job is None:
+                raise
+            job_queue(job.connection, job.origin).enqueue_in(
+                timedelta(seconds=settings.lease_ttl_s), JUDGE_MATCH, match_id, job_timeout=job.timeout,
+                description=f"judge match {match_id} (the database is down)")
+            log.warning("match %d: back on the queue, no engine without the database (%s)", match_id, exc.reason)
+            return None

@@ -5,8 +5,13 @@ A worker process holds many matches at once. For each it holds:
 
 - a **lease** on the match (a member of the sorted set `joust:leases`, scored by its expiry), from
   the moment the queue hands the match over until the match ends. A process that dies stops
-  renewing; its leases expire after `ttl_s`, and any live worker's reaper pops them and puts the
-  matches back on the queue: seconds, not the minutes RQ takes to call a job abandoned.
+  renewing; its leases expire after `ttl_s`, and any live worker's reaper takes them and puts the
+  matches back on the queue: seconds, not the minutes RQ takes to call a job abandoned. Taking
+  an expired lease moves it to `joust:reaping` for one ttl, and only once its match is back on
+  the queue (which needs the database, to leave finished matches alone) is it removed: a reaper
+  that cannot hand it out (the database is down, the reaper died) gives it back
+  (`unreaped`) or lets it lapse again, and a reaper takes it later. Nothing is dropped before it
+  is safely handed out again.
 - a **claim** on the judgement key it is paying for (`joust:judging:<key>`, a token with a TTL),
   so that a twin match (another tournament over the same pair) waits for this judgement instead
   of paying for it again. A claim is renewed with the leases, so a slow provider or a loaded
@@ -26,6 +31,7 @@ from contextlib import asynccontextmanager
 from redis.asyncio import Redis
 
 LEASES = "joust:leases"
+REAPING = "joust:reaping"  # expired leases a reaper is handing out again, scored by when it gives up
 CLAIM_PREFIX = "joust:judging:"
 
 # KEYS: claim key. ARGV: token, ttl ms. Take the claim when nobody holds it.
@@ -65,13 +71,29 @@ for i = 2, #KEYS do
 end
 return lost
 """
-# KEYS[1]: the lease set. ARGV[1]: the most to pop. Pops the leases that have expired.
+# KEYS[1]: the lease set, KEYS[2]: the reaping set. ARGV: the most to take, ttl ms. Takes the
+# expired leases, and the reapings that lapsed (their reaper died or could not hand them out)
+# unless their match is leased again meanwhile, into the reaping set for one ttl.
 _REAP = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-for _, id in ipairs(ids) do redis.call('ZREM', KEYS[1], id) end
-return ids
+local most = tonumber(ARGV[1])
+local until_ = now + tonumber(ARGV[2]) / 1000
+local taken = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, most)) do
+  if redis.call('ZSCORE', KEYS[1], id) then
+    redis.call('ZREM', KEYS[2], id)
+  else
+    redis.call('ZADD', KEYS[2], until_, id)
+    table.insert(taken, id)
+  end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, most - #taken)) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZADD', KEYS[2], until_, id)
+  table.insert(taken, id)
+end
+return taken
 """
 
 
@@ -187,9 +209,22 @@ class Leases:
         return lost_matches, lost_claims
 
     async def reap(self, most: int = 1000) -> list[int]:
-        """Pop the leases that expired (their process died, or abandoned them): the matches to
-        hand out again. Each expired lease is popped by one reaper only."""
-        return [int(i) for i in await self._reap(keys=[LEASES], args=[most])]
+        """Take the leases that expired (their process died, or abandoned them): the matches to
+        hand out again, then to confirm with `rehanded` (or give back with `unreaped`). Each is
+        taken by one reaper only, for one ttl; one not confirmed by then is taken again."""
+        return [int(i) for i in await self._reap(keys=[LEASES, REAPING], args=[most, self.ttl_ms])]
+
+    async def rehanded(self, match_ids: Iterable[int]) -> None:
+        """These reaped matches are back on the queue (or needed nothing): forget their leases."""
+        ids = [str(i) for i in match_ids]
+        if ids:
+            await self.redis.zrem(REAPING, *ids)
+
+    async def unreaped(self, match_ids: Iterable[int]) -> None:
+        """These reaped matches could not be handed out: the next reaper takes them at once."""
+        ids = [str(i) for i in match_ids]
+        if ids:
+            await self.redis.zadd(REAPING, {i: 0 for i in ids}, xx=True)
 
     async def expiry(self, match_id: int) -> float | None:
         """When a match's lease expires (Redis clock), or None when it has none."""

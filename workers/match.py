@@ -13,7 +13,8 @@ pair in another tournament): the judgement is stored once under its content key 
 resolved once, so nothing is lost or duplicated; the claim keeps a twin from paying again. A
 provider error puts the match back on the queue with a jittered backoff (honouring retry-after) up
 to `job_retries` times, then records it as failed with the reason; an unreadable verdict or a
-permanent error fails it at once, never as a tie. A run whose matches keep failing stops itself
+permanent error fails it at once, never as a tie, and so does a judge whose circuit breaker
+says it is down (`JudgeDown`: nothing sent). A run whose matches keep failing stops itself
 (`Store.fail_match(stop_after=...)`).
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import AsyncContextManager
 
 from leaderboard.consistency import match_seed
 from leaderboard.keys import content_hash, keyed_order, orient
-from leaderboard.pricing import priced_calls
+from leaderboard.pricing import delivery_discount, priced_calls
 from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
 from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
@@ -43,8 +44,8 @@ from .budget import (
 )
 from .criteria import Judged, criteria_set
 from .deps import Deps, Offload, Requeue, fail  # noqa: F401  (re-exported: the engine and batches import them here)
-from .errors import PermanentJudgeError, TransientJudgeError, VerdictParseError
-from .gate import Budget, ClaimLost, Gate, GatedJudge
+from .errors import JudgeDown, PermanentJudgeError, TransientJudgeError, VerdictParseError
+from .gate import Budget, ClaimLost, Gate, GatedJudge, overload_of
 from .leases import Leases
 from .pairwise import calls_as_json
 from .panel import resolve_panel
@@ -53,7 +54,6 @@ from .ratelimit import Limits
 log = logging.getLogger(__name__)
 
 TWIN_WAIT_S = 2.0
-BATCH_DISCOUNT = 0.5  # Anthropic's Message Batches cost half the live price
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,7 @@ def gate_for(deps: Deps, ctx: MatchContext, key: str, meter: Meter) -> Gate:
     limits = settings.limits(judge, rpm=spec.rpm, tpm=spec.tpm)
     budget = None
     if spec.budget is not None:
-        discount = BATCH_DISCOUNT if spec.batch else 1.0
-        budget = Budget(ctx.tournament_id, spec.budget, settings.price_table(), discount)
+        budget = Budget(ctx.tournament_id, spec.budget, settings.price_table(), delivery_discount(spec.batch))
     leases = deps.leases
     return Gate(
         spec=judge,
@@ -188,6 +187,9 @@ def gate_for(deps: Deps, ctx: MatchContext, key: str, meter: Meter) -> Gate:
         still_ours=(lambda: leases.confirm(key)) if leases is not None else None,
         rng=deps.rng,
         stats=deps.stats,
+        breaker=deps.breaker,
+        overload=overload_of(settings),
+        retry_base_s=settings.call_backoff_s,
     )
 
 
@@ -207,8 +209,8 @@ async def _judge_and_record(deps: Deps, ctx: MatchContext, key: str, criteria: s
                 judge, ctx, spec.order, random.Random(match_seed(key)),
                 scores=OffLoopScores(store, io, deps.leases),
             )
-        except BaseException:
-            await charge_unrecorded(store, io, table, ctx, meter)  # paid for, and no judgement will say so
+        except BaseException:  # paid for, and no judgement will say so
+            await charge_unrecorded(store, io, table, ctx, meter, charges=deps.charges)
             raise
     except TransientJudgeError as exc:
         return await retry_later(deps, ctx, exc)
@@ -219,7 +221,7 @@ async def _judge_and_record(deps: Deps, ctx: MatchContext, key: str, criteria: s
     except BudgetExceeded:
         await stop_for(store, io, ctx, BUDGET)
         return MatchOutcome.STOPPED
-    except (PermanentJudgeError, VerdictParseError, ValueError) as exc:
+    except (PermanentJudgeError, JudgeDown, VerdictParseError, ValueError) as exc:  # JudgeDown: nothing sent
         await fail(deps, ctx, f"{type(exc).__name__}: {exc}")
         return MatchOutcome.FAILED
     await record(deps, ctx, key, criteria, version, judged, meter)
@@ -230,11 +232,12 @@ async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version
                  *, discount: float = 1.0) -> None:
     """Store the judgement once under its key, priced (times `discount` for batch delivery),
     and resolve the match with it; a twin's judgement stored first wins, and what this attempt
-    paid is then charged to the match."""
+    paid is then charged to the match, as it is when the judgement cannot be stored (the worker
+    stops while the database is down: a database outage alone is waited out, see `Deps.io`)."""
     store, io, spec = deps.store, deps.io, ctx.spec
     table = deps.settings.price_table()
     priced, cost = priced_calls(calls_as_json(judged.calls), spec.judge, table, discount)
-    judgement_id, created = await io(store.save_judgement, NewJudgement(
+    saving = io(store.save_judgement, NewJudgement(
         key=key,
         judge=spec.judge,
         criteria=criteria,
@@ -251,8 +254,13 @@ async def record(deps: Deps, ctx: MatchContext, key: str, criteria: str, version
         match_id=ctx.match_id,
         order=keyed_order(criteria, spec.order),
     ))
+    try:
+        judgement_id, created = await saving
+    except BaseException:
+        await charge_unrecorded(store, io, table, ctx, meter, discount, charges=deps.charges)
+        raise
     if not created:  # a twin (its claim had lapsed) stored the pair first: ours is not kept
-        await charge_unrecorded(store, io, table, ctx, meter, discount)
+        await charge_unrecorded(store, io, table, ctx, meter, discount, charges=deps.charges)
     await io(store.resolve_match, ctx.match_id, judgement_id, judged.outcome.winner, judged.outcome.consistent,
              made=created)
 

@@ -13,7 +13,8 @@ State of one judge (`Pace`, one Redis hash; absent fields are None):
   `burst_s` seconds of the rate. Admission looks only at the TAT *before* the call's own cost
   ("virtual scheduling" with reservation), so a call larger than the burst still goes and its
   cost delays the calls after it: nothing deadlocks.
-- `cooldown_until`: no call starts before it (set by a 429/529).
+- `cooldown_until`: no call starts before it (set by a 429/529 that named a retry-after, or by
+  overloads in a row: `Overload`).
 - `factor0`, `recover_from`: the rate multiplier. After a penalty the rate is `factor0` times
   the configured one; from `recover_from` (the end of the cooldown, so the reduced rate is
   actually used after the pause even when retry-after is long) it climbs linearly by
@@ -28,7 +29,8 @@ import math
 from dataclasses import dataclass, replace
 
 DEFAULT_COOLDOWN_S = 5.0
-"""The pause after a 429/529 that gave no retry-after."""
+"""The pause `penalize` applies when told none. The gate always tells one: a 429/529's
+retry-after, or `Overload.pause` for one without (a lone overload pauses nobody)."""
 MAX_COOLDOWN_S = 300.0
 """retry-after is capped: a misbehaving hint must not park every worker for hours."""
 DECREASE = 0.7
@@ -41,6 +43,32 @@ PENALTY_GAP_S = 2.0
 """At most one decrease per this many seconds, however many workers report the same burst."""
 EXPIRY_MARGIN_S = 2.0
 """A judge's state expires this long after it last matters (TAT, cooldown, recovery all past)."""
+MAX_OVERLOAD_PAUSE_S = 60.0
+"""The longest shared pause overloads in a row make (the circuit breaker takes over beyond)."""
+
+
+@dataclass(frozen=True)
+class Overload:
+    """How a 429/529 that named no retry-after is met. Why not a pause for everyone each time: with
+    a fifth of calls overloaded, a fixed 5 s pause per 529 kept every worker paused most of the
+    run (7.7 times as long as a clean one), while a sparse overload only needs its own call sent
+    again after a backoff. So the pause grows with how many calls failed in a row (across every
+    worker, counted by the circuit breaker): none below `after` (0: never), then `first_s`,
+    doubled with each further failure in a row, at most MAX_OVERLOAD_PAUSE_S. Random overloads
+    rarely come `after` in a row; a provider that sheds everything does at once."""
+
+    after: int = 3
+    first_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.after < 0 or not (math.isfinite(self.first_s) and self.first_s >= 0):
+            raise ValueError(f"Overload needs after >= 0 and a finite first_s >= 0, not {self!r}")
+
+    def pause(self, streak: int) -> float:
+        """The shared pause after an overload that ended `streak` failed calls in a row."""
+        if self.after <= 0 or streak < self.after:
+            return 0.0
+        return min(MAX_OVERLOAD_PAUSE_S, self.first_s * 2.0 ** min(streak - self.after, 30))
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ def run_worker(settings: Settings, *, name: str | None = None, log_level: str = 
         [job_queue(redis, settings.queue_name)],
         connection=redis,
         name=f"{name}.{os.getpid()}" if name else None,
+        reach=settings.reach(),  # which judges this worker can call, for the API (never a key)
     )
     try:
         worker.work(with_scheduler=True, logging_level=log_level.upper())

@@ -16,7 +16,8 @@ Redis again. Why GCRA rather than windows or a token bucket polled in a loop:
 - FIFO: waiting callers are spread out in the order they asked, nobody starves.
 The arithmetic is `workers.pacing` (pure, the scripts' reference model; see it for the state).
 
-Adaptive: when the provider answers 429/529, `penalize` sets a cooldown (retry-after, capped)
+Adaptive: when the provider answers 429/529, the gate may `penalize`: a cooldown (the reply's
+retry-after, capped; without one, a pause that grows with the overloads in a row, `pacing.Overload`)
 that every worker's next `acquire` waits out, and lowers the rate by DECREASE (at most once per
 PENALTY_GAP_S, however many workers report the same burst); the rate then recovers linearly,
 computed inside the acquire script from the stored factor and time. Calls that already hold a
@@ -275,11 +276,12 @@ class SharedRateLimit:
             return
         await self._run(self._settle, ticket.spec, [str(extra), _num(ticket.token_step)])
 
-    async def penalize(self, spec: str, retry_after: float | None, limits: Limits) -> None:
-        """The provider said 429/529: every worker pauses until retry_after (default
-        DEFAULT_COOLDOWN_S, at most MAX_COOLDOWN_S) and then runs at a reduced rate that recovers."""
+    async def penalize(self, spec: str, pause_s: float | None, limits: Limits) -> None:
+        """The provider said 429/529: every worker pauses for `pause_s` (a retry-after, or the
+        gate's pause for overloads in a row; None: DEFAULT_COOLDOWN_S; at most MAX_COOLDOWN_S) and
+        then runs at a reduced rate that recovers."""
         args = [
-            _num(pacing.cooldown_for(retry_after)),
+            _num(pacing.cooldown_for(pause_s)),
             _num(limits.burst_s),
             "1" if limits.rpm else "0",
             "1" if limits.tpm else "0",

@@ -4,11 +4,15 @@
 provider is one entry here and one module in `workers.providers`. Factories import their module
 (and so their SDK) only when called.
 
-The service never imports this module: it checks only the "provider/model" shape of a spec.
+The service never imports this module: it checks the "provider/model" shape of a spec, and
+whether this process or a live worker holds its credentials (`service.credentials`). A worker
+checks its own again before building a judge: without them, `build_judge` raises at once naming
+the variable (a clear failure of the match, and nothing sent to the provider).
 """
 from __future__ import annotations
 
 import re
+import socket
 import threading
 from collections.abc import Callable
 
@@ -71,7 +75,8 @@ def is_known_judge(spec: str) -> bool:
 
 
 def build_judge(spec: str, settings: Settings) -> Judge:
-    """A new judge for `spec`; `PermanentJudgeError` for a malformed spec or unknown provider."""
+    """A new judge for `spec`; `PermanentJudgeError` for a malformed spec, an unknown provider,
+    or credentials these settings lack (naming the variable, and this host)."""
     try:
         provider, model = parse_judge_spec(spec)
     except (ValueError, TypeError) as exc:
@@ -80,6 +85,10 @@ def build_judge(spec: str, settings: Settings) -> Judge:
     if factory is None:
         known = ", ".join(sorted(PROVIDERS))
         raise PermanentJudgeError(f"unknown judge provider {provider!r} in {spec!r} (known: {known})")
+    missing = settings.reach().missing(spec)
+    if missing is not None:
+        raise PermanentJudgeError(f"{missing} in the environment of the workers (this one, on "
+                                  f"{socket.gethostname()}, holds none)")
     return factory(model, settings)
 
 

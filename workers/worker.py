@@ -19,6 +19,9 @@ from rq import Queue, SimpleWorker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from leaderboard.reach import Reach
+from service.config import REACH_FIELD
+
 log = logging.getLogger(__name__)
 
 SERIALIZER = JSONSerializer
@@ -40,10 +43,19 @@ class RefusedJob(Exception):
 
 class JoustWorker(SimpleWorker):
     """RQ's `SimpleWorker` (jobs in this process, where the engine lives) that performs only
-    `JOB_FUNCTIONS`."""
+    `JOB_FUNCTIONS`. With `reach`, its RQ registration also says which judges it can reach (never
+    a key; `service.credentials`), for an API that holds no provider key of its own."""
 
-    def __init__(self, queues: list[Queue], **kwargs: object) -> None:
+    def __init__(self, queues: list[Queue], *, reach: Reach | None = None, **kwargs: object) -> None:
         super().__init__(queues, serializer=SERIALIZER, **kwargs)  # type: ignore[arg-type]
+        self.reach = reach
+
+    def serialize(self) -> dict:
+        """RQ's fields of the worker's hash (written at its birth, gone with it), and its reach."""
+        fields = super().serialize()
+        if self.reach is not None:
+            fields[REACH_FIELD] = self.reach.as_json()
+        return fields
 
     def perform_job(self, job: Job, queue: Queue) -> bool:
         try:

@@ -6,13 +6,24 @@ API, the workers and the scheduler (three processes on one file) queue for the w
 of failing half-way; on PostgreSQL, each first takes one advisory lock (see `base`).
 
 Exceptions: `Conflict` (same key, different content: the API answers 409), `NotFound` and
-`RetryRefused` (a run still active or with nothing failed: 409).
+`RetryRefused` (a run still active or with nothing failed: 409), `StoreUnavailable` (the database
+did not answer; nothing changed: the API answers 503, workers wait for it).
 """
 from __future__ import annotations
 
 from .answers import Answers
 from .api_keys import ADMIN_NAME, WRITER, ApiKeys, Scope, StoredKey
-from .base import ACTIVE, Conflict, MatchContext, NewJudgement, NewSubmission, NotFound, ReferenceMismatch, RetryRefused
+from .base import (
+    ACTIVE,
+    Conflict,
+    MatchContext,
+    NewJudgement,
+    NewSubmission,
+    NotFound,
+    ReferenceMismatch,
+    RetryRefused,
+    StoreUnavailable,
+)
 from .catalog import Catalog, OutputLength, TournamentName
 from .batches import (
     BatchCounts,
@@ -48,7 +59,7 @@ from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
-           "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
+           "StoreUnavailable", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
            "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 

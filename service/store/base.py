@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 
 from sqlalchemy import case, create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from leaderboard.conversation import Turn, from_canonical
 from leaderboard.spec import RunSpec
@@ -48,6 +49,30 @@ class ReferenceMismatch(Exception):
 
 class NotFound(Exception):
     """An id names nothing."""
+
+
+class StoreUnavailable(Exception):
+    """The database did not answer (stopped, restarting, unreachable, refusing connections): the
+    transaction changed nothing and may be tried again once it is back. The API answers 503 with
+    the reason; a worker holds its matches until the database returns (`workers.outage`).
+    `reason` is the driver's first line, for the logs (it may name the server's address)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def unavailable(exc: BaseException) -> StoreUnavailable | None:
+    """`exc` as a StoreUnavailable when it says the database cannot be reached (a driver's
+    OperationalError or InterfaceError, or a connection found dead mid-statement); None for
+    anything else (a constraint, a bug), which must not be mistaken for an outage."""
+    if isinstance(exc, (OperationalError, InterfaceError)) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    ):
+        original = getattr(exc, "orig", None) or exc
+        first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+        return StoreUnavailable(f"{type(original).__name__}: {first}"[:300])
+    return None
 
 
 class RetryRefused(Exception):
@@ -164,8 +189,9 @@ class Database:
     @contextmanager
     def _write(self, *, shown: bool = True) -> Iterator[Connection]:
         """One write transaction; unless `shown` is False (nothing a page shows can change), it
-        moves the `changes` counter as it commits. A transaction that raises moves nothing."""
-        with self.engine.connect().execution_options(immediate=True) as conn:
+        moves the `changes` counter as it commits. A transaction that raises moves nothing.
+        Raises StoreUnavailable when the database cannot be reached."""
+        with _outage_as_unavailable(), self.engine.connect().execution_options(immediate=True) as conn:
             with conn.begin():
                 if self._postgres:  # wait for the writer before us to commit (see the module doc)
                     conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK)))
@@ -175,11 +201,31 @@ class Database:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        """One read transaction (one snapshot); raises StoreUnavailable when the database cannot
+        be reached."""
+        with _outage_as_unavailable(), self.engine.connect() as conn:
             if self._postgres:  # one snapshot for the whole read, as on SQLite
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 yield conn
+
+    def ping(self) -> None:
+        """Raise StoreUnavailable unless the database answers a trivial query."""
+        with self._read() as conn:
+            conn.execute(select(1))
+
+
+@contextmanager
+def _outage_as_unavailable() -> Iterator[None]:
+    """Turn a driver's word that the database cannot be reached into StoreUnavailable, the one
+    error above the store that means "try again once it is back"."""
+    try:
+        yield
+    except DBAPIError as exc:
+        down = unavailable(exc)
+        if down is None:
+            raise
+        raise down from exc
 
 
 def note_change(conn: Connection) -> None:
