@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import httpx
 
 from .errors import JoustError, Unreachable, WaitTimeout, error_for
+from .humans import Humans, packed
 from .progress import Bar, Progress
 from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
 
@@ -286,7 +287,7 @@ class Client:
                 return found
 
     def cancel(self, tournament: TournamentRef) -> Tournament:
-        """Cancel the matches not yet judged and stop its schedule; the tournament as it stands then."""
+        """Cancel its unjudged matches, schedule and runs in flight; the tournament then (`extra["stopped"]`)."""
         return Tournament.from_json(self._request("POST", f"/api/tournaments/{tournament_id(tournament)}/cancel"))
 
     def retry(self, tournament: TournamentRef) -> Tournament:
@@ -300,8 +301,8 @@ class Client:
     def wait(self, tournament: TournamentRef, progress: bool | TextIO = True, poll: float = 1.0,
              timeout: float | None = None) -> Tournament:
         """Poll every `poll` seconds until the tournament is done, failed or cancelled, and
-        return it then. With `progress` (True: stderr, or a file) draw a bar: matches done,
-        failed and left, judge calls per minute (estimated, see `joust.progress`) and the spend.
+        return it then. With `progress` (True: stderr, or a file) draw a bar: matches done, failed
+        and left, calls per minute (estimated; a batch run: its batches pending) and the spend.
         After `timeout` seconds raise WaitTimeout (the run goes on)."""
         tid = tournament_id(tournament)
         file = (sys.stderr if progress is True else progress) if progress else None
@@ -360,14 +361,13 @@ class Client:
     # ---- boards and judges ------------------------------------------------------------------
 
     def leaderboard(self, by: str = "model", *, judge: str | None = None, tournament: TournamentRef | None = None,
-                    dimension: str | None = None, ties: str = "half") -> pd.DataFrame:
-        """The board (`GET /api/leaderboard`), best first: player, rating, ci_low, ci_high, rank,
-        rank_low, rank_high, elo, wins, losses, ties, matches, flags (a tuple of `Flag(kind,
-        evidence)`, empty for an honest player); `by` is "model", "scenario" or
-        "model+scenario"; `ties` is "half" (a tie is half a win each way) or "davidson" (Davidson's
-        tie model); the board's metadata (by, judge, tournament, revision, judgements, dimension,
-        ties, tie_parameter: Davidson's nu with its interval) is in `frame.attrs`."""
-        params = {"by": by, "judge": judge, "dimension": dimension, "ties": ties,
+                    dimension: str | None = None, ties: str = "half", turn: int | None = None, votes: str = "each",
+                    ) -> pd.DataFrame:
+        """The board (`GET /api/leaderboard`), best first: player, rating, ci_low, ci_high, rank, rank_low, rank_high,
+        elo, wins, losses, ties, matches, flags (tuples of `Flag(kind, evidence)`, empty for an honest player); `by`
+        "model", "scenario" or "model+scenario"; `ties` "half" or "davidson"; `turn` one turn only; `votes` "majority":
+        each pair once, by its majority; the board's metadata (judge, revision, tie_parameter...) in `frame.attrs`."""
+        params = {"by": by, "judge": judge, "dimension": dimension, "ties": ties, "turn": turn, "votes": votes,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         return _frames().leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
 
@@ -381,11 +381,12 @@ class Client:
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         return _frames().winrate_frame(self._request("GET", "/api/leaderboard/winrate", params=params))
 
-    def judges(self, judge: str | None = None) -> pd.DataFrame:
-        """Judge health (`GET /api/judges`), one row per judge: consistency, first-position win
-        rate, tie rate, parse-failure rate, longer-wins rate, agreement with human votes (as a
-        share and as Krippendorff's alpha); alpha between judges in `frame.attrs["judge_agreement"]`."""
-        return _frames().judges_frame(self._request("GET", "/api/judges", params={"judge": judge}))
+    def judges(self, judge: str | None = None, *, humans: Humans = None, turn: int | None = None) -> pd.DataFrame:
+        """Judge health (`GET /api/judges`), one row per judge: consistency, first-position win rate, tie rate,
+        parse-failure rate, longer-wins rate, agreement with the `humans` (names or patterns: "human/expert_*")
+        as a share and as Krippendorff's alpha, on `turn` only if given; alpha between judges in `frame.attrs`."""
+        params = {"judge": judge, "humans": packed(humans), "turn": turn}
+        return _frames().judges_frame(self._request("GET", "/api/judges", params=params))
 
     def vote(self, a: int, b: int, winner: Verdict | str, voter: str, first: int | None = None) -> Vote:
         """Record a person's vote on submissions `a` and `b` (`POST /api/votes`): `winner` is

@@ -24,7 +24,7 @@ __all__ = ["judgement_list_frame", "judgements_frame", "judges_frame", "leaderbo
 SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "reference", "metadata")
 
 LEADERBOARD_COLUMNS = ("player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "elo",
-                       "wins", "losses", "ties", "matches", "flags")
+                       "wins", "losses", "ties", "matches", "win_rate", "flags")
 WINRATE_COLUMNS = ("player", "win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total",
                    "lc_win_rate", "lc_standard_error", "lc_unavailable", "length_weight", "avg_length")
 JUDGE_COLUMNS = ("judge", "calls", "judgements", "consistency", "first_position_win_rate", "tie_rate",

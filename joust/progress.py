@@ -1,5 +1,5 @@
 """What `Client.wait` shows while a tournament runs: a tqdm bar on stderr with the matches done,
-failed and left, judge calls per minute and the spend.
+failed and left, judge calls per minute (a batch run: its batches pending) and the spend.
 
 tqdm, not rich: it has no dependencies of its own (rich brings pygments and markdown-it-py into
 every user's environment), it writes synchronously to the file it is given, and with its
@@ -11,6 +11,11 @@ Calls per minute is an estimate: the API counts matches, not calls. It is the ma
 since the wait began times the calls one match takes under the run's order policy (2 for
 "both", 1 for "single"), per minute of the wait; a match a stored judgement answered counts as
 if it had been judged.
+
+A batch run has no call rate to show: its verdicts land all at once when the provider ends a
+batch (thousands of "calls a minute" in the poll that sees them, none for hours before), so its
+bar shows what it waits on instead: the batches the provider has not ended, the requests in them
+and those not sent yet, as the API counts them (`batches_pending`, `requests`).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from tqdm import tqdm
 
 from .types import Tournament
 
-__all__ = ["Bar", "Progress", "calls_per_match", "usd"]
+__all__ = ["Bar", "BatchWait", "Progress", "calls_per_match", "usd"]
 
 CALLS_PER_MATCH = {"both": 2, "single": 1}
 
@@ -36,6 +41,42 @@ def usd(amount: float) -> str:
     return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"
 
 
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+@dataclass(frozen=True)
+class BatchWait:
+    """What a batch run waits on: its batches the provider has not ended (`pending`, of `made`),
+    the requests in them (`at_provider`) and those not in a batch yet (`to_send`)."""
+
+    pending: int
+    made: int
+    at_provider: int
+    to_send: int
+
+    @classmethod
+    def of(cls, tournament: Tournament) -> BatchWait | None:
+        """A batch run's wait, from its `GET /api/tournaments/{id}` fields; None for a live run."""
+        if tournament.delivery != "batch":
+            return None
+        requests = tournament.extra.get("requests") or {}
+        return cls(pending=int(tournament.extra.get("batches_pending") or 0),
+                   made=len(tournament.extra.get("batches") or ()),
+                   at_provider=int(requests.get("submitted") or 0), to_send=int(requests.get("pending") or 0))
+
+    def summary(self) -> str:
+        """`1 batch pending (12 requests at the provider), 3 requests to send`; `no batch yet`."""
+        if not self.made and not self.to_send:
+            return "no batch yet"
+        text = _count(self.pending, "batch", "batches") + " pending"
+        if self.at_provider:
+            text += f" ({_count(self.at_provider, 'request')} at the provider)"
+        if self.to_send:
+            text += f", {_count(self.to_send, 'request')} to send"
+        return text
+
+
 @dataclass(frozen=True)
 class Progress:
     """A run's progress between the first poll of a wait (`since`, at `since_s`) and now."""
@@ -45,18 +86,20 @@ class Progress:
     cancelled: int
     left: int
     total: int
-    calls_per_minute: float | None  # None before any time has passed
+    calls_per_minute: float | None  # None before any time has passed, and for a batch run
     spent_usd: float
     budget: float | None
+    batches: BatchWait | None = None  # a batch run's, shown instead of a call rate
 
     @classmethod
     def between(cls, since: Tournament, since_s: float, now: Tournament, now_s: float) -> Progress:
         minutes = (now_s - since_s) / 60
         judged = max(0, now.matches_done - since.matches_done)
-        rate = judged * calls_per_match(now) / minutes if minutes > 0 else None
+        batches = BatchWait.of(now)
+        rate = judged * calls_per_match(now) / minutes if minutes > 0 and batches is None else None
         return cls(done=now.matches_done, failed=now.matches_failed, cancelled=now.matches_cancelled,
                    left=now.matches_pending, total=now.matches_total, calls_per_minute=rate,
-                   spent_usd=now.spent_usd, budget=now.budget)
+                   spent_usd=now.spent_usd, budget=now.budget, batches=batches)
 
     @property
     def settled(self) -> int:
@@ -64,13 +107,17 @@ class Progress:
         return self.total - self.left
 
     def summary(self) -> str:
-        """`done 4, failed 1, left 1, 8.0 calls/min, $0.0210 of $5.00` (cancelled only when some were)."""
+        """`done 4, failed 1, left 1, 8.0 calls/min, $0.0210 of $5.00` (cancelled only when some were;
+        a batch run's batches pending in place of the rate)."""
         parts = [f"done {self.done}", f"failed {self.failed}"]
         if self.cancelled:
             parts.append(f"cancelled {self.cancelled}")
         parts.append(f"left {self.left}")
-        rate = "-" if self.calls_per_minute is None else f"{self.calls_per_minute:.1f}"
-        parts.append(f"{rate} calls/min")
+        if self.batches is not None:
+            parts.append(self.batches.summary())
+        else:
+            rate = "-" if self.calls_per_minute is None else f"{self.calls_per_minute:.1f}"
+            parts.append(f"{rate} calls/min")
         parts.append(usd(self.spent_usd) + (f" of {usd(self.budget)}" if self.budget is not None else ""))
         return ", ".join(parts)
 

@@ -50,10 +50,12 @@ def _split(cls: type, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 @dataclass(frozen=True)
 class Tournament:
     """A tournament as `GET /api/tournaments/{id}` shows it. `matches_pending` are the matches
-    left (pending, queued or running); `spent_usd` what its judge calls cost so far; `queued` is
-    set only on the value `Client.tournament` returns (False: Redis was down when it was created,
-    the scheduler hands it out later). Fields this class does not name are in `extra` (e.g.
-    `retried`, `rounds`, `next_run_at`, and a batch run's `batches` and `requests`)."""
+    left (pending, queued or running); `spent_usd` what its own judge calls cost so far (what
+    its budget caps), `runs_spent_usd` what the runs under it spent (a schedule's, a panel's
+    members'), `total_spent_usd` both; `queued` is set only on the value `Client.tournament`
+    returns (False: Redis was down when it was created, the scheduler hands it out later).
+    Fields this class does not name are in `extra` (e.g. `retried`, `rounds`, `next_run_at`, a
+    batch run's `batches`, `batches_pending` and `requests`, and what a cancel `stopped`)."""
 
     id: int
     status: TournamentStatus
@@ -68,6 +70,8 @@ class Tournament:
     order: str | None = None  # "both", "single"; None for an imported run, which asked no judge
     budget: float | None = None
     spent_usd: float = 0.0
+    runs_spent_usd: float = 0.0
+    total_spent_usd: float = 0.0
     stopped_reason: str | None = None
     delivery: str | None = None
     schedule: str | None = None
@@ -85,7 +89,8 @@ class Tournament:
         known, extra = _split(cls, body)
         known["status"] = TournamentStatus(known["status"])
         known["runs"] = tuple(known.get("runs") or ())
-        known["spent_usd"] = float(known.get("spent_usd") or 0.0)
+        for money in ("spent_usd", "runs_spent_usd", "total_spent_usd"):  # the server adds them up
+            known[money] = float(known.get(money) or 0.0)
         return cls(**known, queued=queued, extra=extra)
 
     @property
@@ -99,7 +104,8 @@ class DryRun:
     """What a tournament would take if started now (`Client.tournament(..., dry_run=True)`);
     nothing was created. `cached`: matches a stored judgement answers for free; `calls`: the
     judge calls the rest need; `estimated_cost_usd` is None when the judge has no price
-    (`priced` False); `seed`: a sampled plan's seed, to pass back so the run plans the same pairs."""
+    (`priced` False), and at the batch price (half the list price) when `delivery` is "batch";
+    `seed`: a sampled plan's seed, to pass back so the run plans the same pairs."""
 
     matches: int
     calls: int
@@ -109,6 +115,7 @@ class DryRun:
     priced: bool
     placeholders_skipped: int = 0
     seed: int | None = None
+    delivery: str | None = None  # "live" or "batch"; None from a server older than the field
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from .battles import BattleLike
 from .ranks import rank_intervals
+from .resampled import Resampled
 from .tally import Tally
 from .types import Rating
 
@@ -32,16 +33,20 @@ def build_board(battles: Iterable[BattleLike], *, k: float = 32.0) -> list[Ratin
     return tally.board()
 
 
-def with_intervals(rows: Iterable[Rating], intervals: Mapping[str, tuple[float, float]]) -> list[Rating]:
+def with_intervals(
+    rows: Iterable[Rating], intervals: Mapping[str, tuple[float, float] | Resampled],
+) -> list[Rating]:
     """The rows with other (low, high) intervals (e.g. bootstrap ones) and the rank ranges those
     allow within each component; ratings, order and ranks stay. A player missing from
-    `intervals` keeps none (NaN bounds: any rank in its component). A component its verdicts do
+    `intervals` keeps none (NaN bounds: any rank in its component); a `Resampled` interval that
+    is missing says why in `extra["ci_missing"]` (a `Missing`). A component its verdicts do
     not bound (`extra["bounded"]` False, see `leaderboard.bounds`) keeps no interval and the rank
     ranges its wins give: resampling cannot bound what the data leave open."""
     nan = float("nan")
     rows = [r if not r.extra.get("bounded", True) else
             dataclasses.replace(r, ci_low=intervals.get(r.player, (nan, nan))[0],
-                                ci_high=intervals.get(r.player, (nan, nan))[1], extra=dict(r.extra))
+                                ci_high=intervals.get(r.player, (nan, nan))[1],
+                                extra={**r.extra, "ci_missing": getattr(intervals.get(r.player), "missing", None)})
             for r in rows]
     by_component: dict[object, dict[str, tuple[float, float]]] = {}
     for r in rows:

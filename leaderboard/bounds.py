@@ -41,6 +41,15 @@ def bounds(points: np.ndarray) -> Bounds:
     return Bounds(False, 1 + above.sum(axis=1), n - below.sum(axis=1))
 
 
+def strong_components(took: np.ndarray) -> np.ndarray:
+    """The strongly connected piece of each player (numbered 0 up in the order of their first
+    player) from `took[i, j]`: i took points from j. Within a piece every rating is tied to every
+    other by wins both ways; between pieces the verdicts only say which is above."""
+    reach = _closure(np.asarray(took, dtype=bool))
+    first = np.argmax(reach & reach.T, axis=1)  # each player's piece, named by its first member
+    return np.unique(first, return_inverse=True)[1].reshape(-1).astype(np.intp)
+
+
 def _closure(edges: np.ndarray) -> np.ndarray:
     """reach[i, j]: a path of one or more edges leads from i to j (i reaches itself too)."""
     reach = edges | np.eye(len(edges), dtype=bool)

@@ -9,12 +9,9 @@ name, so the numbering is the same whatever order the verdicts arrived in.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from .battles import BattleLike, BattleTable, battle_table, pair_counts
-from .ratings import bootstrap_intervals
+from .battles import BattleTable
 
 
 def components(games: np.ndarray) -> np.ndarray:
@@ -65,17 +62,3 @@ def split_table(table: BattleTable, labels: np.ndarray) -> list[BattleTable]:
             group=group.astype(np.intp).reshape(-1),
         ))
     return parts
-
-
-def component_bootstrap(
-    battles: Sequence[BattleLike] | BattleTable, rng: np.random.Generator, *, rounds: int = 100,
-    confidence: float = 0.95,
-) -> dict[str, tuple[float, float]]:
-    """(low, high) per player: `bootstrap_intervals` within each component, questions resampled
-    (components in order, all drawing on `rng`, so one seed gives one answer)."""
-    table = battle_table(battles)
-    labels = components(pair_counts(table).games)
-    intervals: dict[str, tuple[float, float]] = {}
-    for part in split_table(table, labels):
-        intervals.update(bootstrap_intervals(part, rng, rounds=rounds, confidence=confidence))
-    return intervals

@@ -7,10 +7,15 @@ Per judge, over its stored judgements and their calls (one call = one verdict of
 one order of one pair; `winner` is positional, "A" = the answer shown first):
 
 - `consistency`: among both-order judgements (two calls that showed different answers first),
-  the share whose two verdicts, re-expressed relative to the pair, agree.
+  the share whose two verdicts, re-expressed relative to the pair, agree. An imported verdict
+  whose calls do not show both orders counts as the file stated it when it states how two
+  orders compared (stored inconsistent, or stored with order policy `both`): MT-Bench's
+  `tie (inconsistent)` is an inconsistent both-order verdict without calls.
 - `first_position_win_rate`: among calls with a winner (A or B) and a known first answer, the
   share won by the answer shown first. 0.5 is no position bias.
-- `tie_rate`: among all calls, the share answering TIE.
+- `tie_rate`: among all calls, the share answering TIE. An imported verdict stored without
+  calls counts as one call, its stored verdict (position unknown): the file gave nothing else,
+  and so `calls` is never below `judgements` and the tie rate covers every verdict.
 - `parse_failure_rate`: (calls whose first reply was unparseable, so the reminder was needed
   (`reminded`), + matches that failed with `VerdictParseError`) / (calls whose `reminded` flag
   was recorded + those failed matches). A failed match counts as one call attempted and failed:
@@ -57,7 +62,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .judge_alpha import JudgeAlpha, VoteTable, human_alpha, judge_alphas, measured
-from .types import Winner
+from .types import OrderPolicy, Winner
 
 HUMAN_PREFIX = "human/"
 
@@ -74,7 +79,9 @@ class CallRecord:
 
 @dataclass(frozen=True)
 class JudgementRecord:
-    """One stored judgement: `outcome` relative to a; output lengths in characters when known."""
+    """One stored judgement: `outcome` relative to a; output lengths in characters when known;
+    `consistent` and `order` as stored; `imported` when a file gave it (its calls, if any, are
+    what the file said, not necessarily each order's)."""
 
     judge: str
     a_id: int
@@ -83,6 +90,9 @@ class JudgementRecord:
     calls: Sequence[CallRecord]
     a_length: int | None = None
     b_length: int | None = None
+    consistent: bool = True
+    order: OrderPolicy | None = None
+    imported: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,14 +192,13 @@ class Counts:
 
     def add(self, record: JudgementRecord) -> None:
         """Count one more record."""
-        calls = record.calls
+        calls = counted_calls(record)
         self.judgements += 1
         self.calls += len(calls)
-        if len(calls) == 2 and calls[0].first != calls[1].first:
-            first, second = relative(record, calls[0]), relative(record, calls[1])
-            if first is not None and second is not None:
-                self.both_orders += 1
-                self.consistent += first == second
+        agreed = orders_agreed(record)
+        if agreed is not None:
+            self.both_orders += 1
+            self.consistent += agreed
         longer = None
         if record.a_length is not None and record.b_length is not None and record.a_length != record.b_length:
             longer = Winner.A if record.a_length > record.b_length else Winner.B
@@ -203,7 +212,7 @@ class Counts:
                 self.flagged += 1
                 self.reminded += bool(c.reminded)
             if longer is not None:
-                winner = _call_winner(record, c)
+                winner = _call_winner(record, c, len(calls))
                 if winner is not None and winner is not Winner.TIE:
                     self.sized += 1
                     self.longer_won += winner is longer
@@ -226,6 +235,28 @@ class Counts:
 
     def parse_failure_rate(self, failed_matches: int = 0) -> float | None:
         return share(self.reminded + failed_matches, self.flagged + failed_matches)
+
+
+def counted_calls(record: JudgementRecord) -> Sequence[CallRecord]:
+    """The calls a record counts for: its own, or for an imported verdict stored without any,
+    one call that is its stored verdict (position unknown), so an import's tie counts as one."""
+    if record.calls or not record.imported:
+        return record.calls
+    return (CallRecord(first=None, winner=record.outcome),)
+
+
+def orders_agreed(record: JudgementRecord) -> bool | None:
+    """Whether the record's two orders agreed; None when it is not known to be a both-order
+    judgement. Two calls that showed different answers first say it; else an imported verdict
+    says it as stored, when it was stored inconsistent or with order policy `both`."""
+    calls = record.calls
+    if len(calls) == 2 and calls[0].first != calls[1].first:
+        first, second = relative(record, calls[0]), relative(record, calls[1])
+        if first is not None and second is not None:
+            return first == second
+    if record.imported and (not record.consistent or record.order is OrderPolicy.BOTH):
+        return record.consistent
+    return None
 
 
 def counts_of(records: Iterable[JudgementRecord]) -> Counts:
@@ -256,11 +287,11 @@ def parse_failure_rate(records: Iterable[JudgementRecord], failed_matches: int =
     return counts_of(records).parse_failure_rate(failed_matches)
 
 
-def _call_winner(record: JudgementRecord, call: CallRecord) -> Winner | None:
+def _call_winner(record: JudgementRecord, call: CallRecord, calls: int) -> Winner | None:
     """Who won the call relative to a: from its position, or the judgement's own outcome when
-    the position is unknown and the call is the judgement's only one."""
+    the position is unknown and the call is the judgement's only one (of `calls` counted)."""
     winner = relative(record, call)
-    if winner is None and call.first is None and len(record.calls) == 1:
+    if winner is None and call.first is None and calls == 1:
         winner = record.outcome
     return winner
 

@@ -21,6 +21,14 @@ from types import MappingProxyType
 
 CHARS_PER_TOKEN = 4
 PRICES_AS_OF = "2026-03"  # the published list prices below; verify before relying on them
+# Anthropic's Message Batches cost half the live price: the one rate a batch run is charged, reserved
+# and estimated at (the workers' costs and budgets, a dry run's estimate).
+BATCH_DISCOUNT = 0.5
+
+
+def delivery_discount(batch: bool) -> float:
+    """What a run's calls cost as a share of the list price: BATCH_DISCOUNT through a batch API."""
+    return BATCH_DISCOUNT if batch else 1.0
 
 
 @dataclass(frozen=True)

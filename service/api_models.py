@@ -448,7 +448,8 @@ class DryRunOut(BaseModel):
     spends them (`leaderboard.callplan`); `estimated_cost_usd` is null when the judge has no
     price (`priced` false); `seed` is the sampled plan's seed, to send back so the run plans the
     same pairs; `placeholders_skipped`: submissions the filters admit that no live run pairs
-    (those of imported battles, which have no output to judge)."""
+    (those of imported battles, which have no output to judge). `delivery`: live or batch, as
+    the run would be judged; a batch run's estimate is at the batch price (half the list price)."""
 
     matches: int
     calls: int
@@ -458,6 +459,7 @@ class DryRunOut(BaseModel):
     priced: bool
     placeholders_skipped: int
     seed: int | None
+    delivery: str
 
 
 class AnalysisQueued(BaseModel):
@@ -469,7 +471,10 @@ class AnalysisQueued(BaseModel):
 
 
 class LeaderboardRow(BaseModel):
-    """One player; None stands for a number that could not be estimated."""
+    """One player; None stands for a number that could not be estimated. `rating` (Bradley-Terry)
+    ranks the board; `elo` is the online Elo, the verdicts replayed in the order they arrived:
+    order-dependent, it can rank players otherwise (the last verdicts weigh most), so it is kept
+    for comparison, not for ranking. `win_rate`: (wins + ½ ties) / matches, as the export has it."""
 
     player: str
     rating: float | None
@@ -480,6 +485,7 @@ class LeaderboardRow(BaseModel):
     losses: int
     ties: int
     matches: int
+    win_rate: float | None
 
 
 class LeaderboardOut(BaseModel):

@@ -52,7 +52,9 @@ class RequestCounts(BaseModel):
 class TournamentSummary(BaseModel):
     """A tournament as listed: its spec (as stored, see `leaderboard.spec`), status and counts.
     `order` is null for an imported run (no judge was asked); `stopped_reason` says why a run
-    was stopped early ("budget", "failing", ...); times are Unix seconds."""
+    was stopped early ("budget", "failing", ...); times are Unix seconds. Spend in USD:
+    `spent_usd` its own matches' (what its `budget` caps), `runs_spent_usd` the runs under it
+    (a schedule's runs, a panel's members'), `total_spent_usd` both."""
 
     id: int
     name: str
@@ -68,6 +70,8 @@ class TournamentSummary(BaseModel):
     matches_pending: int
     budget: float | None
     spent_usd: float
+    runs_spent_usd: float
+    total_spent_usd: float
     stopped_reason: str | None
     retried: int
     delivery: Delivery
@@ -83,11 +87,30 @@ class TournamentSummary(BaseModel):
 
 class TournamentOut(TournamentSummary):
     """One tournament: as listed, plus the runs its schedule started and, for batch delivery,
-    the provider's batches and its requests by state (empty and zero for a live run)."""
+    the provider's batches, how many of them have not ended (`batches_pending`) and its requests
+    by state (empty and zero for a live run)."""
 
     runs: list[int]
     batches: list[BatchOut]
+    batches_pending: int
     requests: RequestCounts
+
+
+class Stopped(BaseModel):
+    """What a cancel stopped: `schedule` true when it stopped a schedule from starting more
+    runs; `runs` the runs under the tournament it cancelled in flight (a schedule's current run,
+    a panel's members); `matches` the matches it cancelled, those runs' included."""
+
+    schedule: bool
+    runs: list[int]
+    matches: int
+
+
+class TournamentCancelled(TournamentOut):
+    """A cancelled tournament as `GET /api/tournaments/{id}` shows it, and what the cancel
+    stopped (a schedule whose first run had finished still reads status `done`)."""
+
+    stopped: Stopped
 
 
 class TournamentsOut(BaseModel):

@@ -18,7 +18,8 @@ of its matches resolves (`Store.tournament_seq`; other tournaments' judgements o
 and a few are kept in an LRU keyed by (level, filters); the pages ask `judged_soon`, which serves
 the last such board at once while a newer one is made in the background (`service.refreshes`). So is a board
 by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
-calls at read time, and so is a board with bootstrap intervals (`bootstrapped`: it resamples the
+calls at read time, a board of one turn or of each pair's majority (`leaderboard.board_slice`),
+and a board with bootstrap intervals (`bootstrapped`: it resamples the
 questions, which the tallies do not keep), computed once per revision with a fixed seed. A
 board rated by Davidson's tie model (`tied`) is refitted from the plain board's pair counts,
 once per revision. `second_opinions` hands the gaming flags the pair counts of the other judges
@@ -42,11 +43,12 @@ import numpy as np
 
 from leaderboard.battles import BattleLike, PairCounts
 from leaderboard.board import with_intervals
-from leaderboard.components import component_bootstrap
+from leaderboard.board_slice import WHOLE, BoardSlice
 from leaderboard.effects import Effects, fit_effects, fit_effects_counts
 from leaderboard.flags import SecondOpinion
 from leaderboard.judges import JudgeChoice, choose_judge, second_judges
 from leaderboard.players import SideRow, player_of
+from leaderboard.resampled import board_bootstrap
 from leaderboard.style import StyleUnavailable
 from leaderboard.style_board import ComponentCoefficient, styled_board
 from leaderboard.tally import Tally
@@ -209,12 +211,14 @@ def board_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision
 
 
 def bootstrap_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision: int) -> Bootstrapped:
-    """A board from scratch with bootstrap intervals (`BOOTSTRAP_ROUNDS` rounds, `BOOTSTRAP_SEED`)."""
+    """A board from scratch with bootstrap intervals (`BOOTSTRAP_ROUNDS` rounds, `BOOTSTRAP_SEED`),
+    per connected group, none where the resamples cannot bound a rating or do not vary it
+    (`leaderboard.resampled`)."""
     battles = Players().battles(rows)[level]
     tally = Tally(k=k)
     tally.add(battles)
     counts = tally.counts()
-    intervals = component_bootstrap(battles, np.random.default_rng(BOOTSTRAP_SEED), rounds=BOOTSTRAP_ROUNDS)
+    intervals = board_bootstrap(battles, np.random.default_rng(BOOTSTRAP_SEED), rounds=BOOTSTRAP_ROUNDS)
     board = Board(level, with_intervals(tally.board(counts), intervals), len(battles), revision, counts)
     return Bootstrapped(board, BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED)
 
@@ -342,17 +346,17 @@ class BoardCache:
 
     def judged(
         self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
-        dimension: str | None = None,
+        dimension: str | None = None, part: BoardSlice = WHOLE,
     ) -> tuple[JudgeChoice, Board]:
         """The judge chosen as `choose` does, and that judge's board (empty when no judge has
-        verdicts), current as of this call."""
+        verdicts) of the verdicts `part` counts, current as of this call."""
         if tournament_id is not None:
             self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         revision = self.store.revision()
         choice = self._choose(tournament_id, judge, revision)
         if choice.judge is None:
             return choice, Board(level, [], 0, revision, PairCounts.empty())
-        return choice, self._board_at(level, tournament_id, choice.judge, dimension, revision)
+        return choice, self._board_at(level, tournament_id, choice.judge, dimension, revision, part)
 
     def judged_soon(
         self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
@@ -403,7 +407,7 @@ class BoardCache:
         return self._board_at(level, tournament_id, judge, dimension, self.store.revision())
 
     def second_opinions(self, level: Level, choice: JudgeChoice, revision: int, *, tournament_id: int | None = None,
-                        dimension: str | None = None) -> Opinions:
+                        dimension: str | None = None, part: BoardSlice = WHOLE) -> Opinions:
         """The pair counts of up to `SECOND_OPINIONS` other judges with verdicts on the scope of
         `choice`'s board (`leaderboard.judges.second_judges`), at `level` and at least `revision`:
         overall, the counts the judges' streams keep current (no fit, no judgement read again
@@ -411,10 +415,10 @@ class BoardCache:
         opinions: list[SecondOpinion] = []
         revisions: list[int] = []
         for judge in second_judges(choice, SECOND_OPINIONS):
-            if tournament_id is None and dimension is None:
+            if tournament_id is None and dimension is None and part.whole:
                 counts, seen = self._stream(judge).counts(level, revision)
             else:
-                other = self._board_at(level, tournament_id, judge, dimension, revision)
+                other = self._board_at(level, tournament_id, judge, dimension, revision, part)
                 counts, seen = (other.counts if other.counts is not None else PairCounts.empty()), other.revision
             opinions.append(SecondOpinion(judge, counts))
             revisions.append(seen)
@@ -422,37 +426,40 @@ class BoardCache:
 
     def bootstrapped(
         self, level: Level, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
+        part: BoardSlice = WHOLE,
     ) -> Bootstrapped:
         """One judge's board with bootstrap intervals, computed once per revision (questions
         resampled `BOOTSTRAP_ROUNDS` times with `BOOTSTRAP_SEED`, within each component), so
         the same judgements always give the same numbers."""
         if tournament_id is not None:
             self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
-        key = (level, tournament_id, judge, dimension)
+        key = (level, tournament_id, judge, dimension, part)
         with self._bootstrap_lock:
             revision = self.store.revision()
             cached = self._bootstraps.get(key, revision)
             if cached is not None:
                 return cached
             if dimension is not None:
-                rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
-            elif tournament_id is not None:
-                rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
+                rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge,
+                                                      turn=part.turn)
+            elif tournament_id is not None or not part.whole:
+                rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
             else:  # the rows and the revision they include, read together
                 rows, revision = self.store.side_rows_since(0, judge=judge)
-            result = bootstrap_from_rows(rows, level, k=self.k, revision=revision)
+            result = bootstrap_from_rows(part.rows(rows), level, k=self.k, revision=revision)
             self._bootstraps.put(key, result)
             return result
 
-    def styled(self, level: Level, plain: Board, *, judge: str, tournament_id: int | None = None) -> Styled:
+    def styled(self, level: Level, plain: Board, *, judge: str, tournament_id: int | None = None,
+               turn: int | None = None) -> Styled:
         """One judge's `plain` board with style control, computed once per revision (it reads
-        every output the board's judgements compared, and fits per battle)."""
-        key = (level, tournament_id, judge)
+        every output the board's judgements compared, and fits per battle); `turn`: of that turn's."""
+        key = (level, tournament_id, judge, turn)
         with self._bootstrap_lock:
             cached = self._styled.get(key, plain.revision)
             if cached is not None:
                 return cached
-            rows = self.store.styled_side_rows(tournament_id=tournament_id, judge=judge)
+            rows = self.store.styled_side_rows(tournament_id=tournament_id, judge=judge, turn=turn)
             try:
                 found = styled_board(rows, level, plain.rows)
                 result = Styled(dataclasses.replace(plain, rows=found.rows), found.coefficients, None)
@@ -461,10 +468,11 @@ class BoardCache:
             self._styled.put(key, result)
             return result
 
-    def tied(self, plain: Board, *, judge: str, tournament_id: int | None = None, dimension: str | None = None) -> Tied:
+    def tied(self, plain: Board, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
+             part: BoardSlice = WHOLE) -> Tied:
         """One judge's `plain` board rated by Davidson's tie model, computed once per revision
         from the pair counts the plain board was fitted on (no judgement is read again)."""
-        key = (plain.level, tournament_id, judge, dimension)
+        key = (plain.level, tournament_id, judge, dimension, part)
         cached = self._tied.get(key, plain.revision)
         if cached is not None:
             return cached
@@ -486,29 +494,33 @@ class BoardCache:
         return choose_judge(roster.judges, judge)
 
     def _board_at(
-        self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None, revision: int
+        self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None, revision: int,
+        part: BoardSlice = WHOLE,
     ) -> Board:
-        if tournament_id is None and dimension is None:
+        if tournament_id is None and dimension is None and part.whole:
             return self._stream(judge).board(level, revision)
-        return self._scoped(self._filtered, self._filter_key(level, tournament_id, judge, dimension), tournament_id,
-                            revision, lambda seq: self._read_board(level, tournament_id, judge, dimension, seq))
+        return self._scoped(self._filtered, self._filter_key(level, tournament_id, judge, dimension, part),
+                            tournament_id, revision,
+                            lambda seq: self._read_board(level, tournament_id, judge, dimension, seq, part))
 
     @staticmethod
-    def _filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None) -> tuple:
+    def _filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
+                    part: BoardSlice = WHOLE) -> tuple:
+        sliced = () if part.whole else (part,)
         if dimension is not None:
-            return ("dimension", dimension, level, tournament_id, judge)
-        return (level, tournament_id, judge)
+            return ("dimension", dimension, level, tournament_id, judge, *sliced)
+        return (level, tournament_id, judge, *sliced)
 
     def _read_board(self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
-                    seq: int | None) -> Board:
-        """A board from scratch over a tournament or by a dimension (`seq`: the tournament's,
-        read before its rows), at the revision read before them."""
+                    seq: int | None, part: BoardSlice = WHOLE) -> Board:
+        """A board from scratch over a tournament, by a dimension, or of the verdicts `part`
+        counts (`seq`: the tournament's, read before its rows), at the revision read before them."""
         revision = self.store.revision()
         if dimension is not None:
-            rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge)
+            rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge, turn=part.turn)
         else:
-            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge)
-        return dataclasses.replace(board_from_rows(rows, level, k=self.k, revision=revision), seq=seq)
+            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
+        return dataclasses.replace(board_from_rows(part.rows(rows), level, k=self.k, revision=revision), seq=seq)
 
     def _read_roster(self, tournament_id: int, seq: int | None) -> Roster:
         return dataclasses.replace(tournament_roster(self.store, tournament_id), seq=seq)

@@ -1,8 +1,8 @@
 """The `joust` command: `up` runs everything on one machine; `api`, `worker` and `scheduler`
 run one role each against REDIS_URL and DATABASE_URL (docker compose, several machines);
 `import` and `export` move judgements and boards in and out of the store (no Redis needed);
-`tournament`, `submit`, `board` and `judgements` talk to a running joust over HTTP
-(`service.remote_cli`)."""
+`tournament`, `submit`, `board`, `judgements` and `judges` talk to a running joust over HTTP
+(`service.remote_cli`, `service.remote_judges`)."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import remote_cli
+from . import remote_cli, remote_judges
 from .config import Settings, SettingsError
 
 API_SWITCH_INTERVAL_S = 0.001  # the API process's thread switch interval (Python's default: 0.005)
@@ -160,6 +160,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write judgements or a board as CSV, JSONL or Parquet, to stdout or -o FILE."""
+    from leaderboard.board_slice import BoardSlice
     from leaderboard.judges import ChosenBy, UnknownJudge
 
     from . import exporters
@@ -174,7 +175,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             choice = exporters.board_judge(store, tournament_id=args.tournament, judge=args.judge)
             rows = [] if choice.judge is None else exporters.board_rows(
-                store, exporters.LEVELS[args.by], k=settings.elo_k, tournament_id=args.tournament, judge=choice.judge)
+                store, exporters.LEVELS[args.by], k=settings.elo_k, tournament_id=args.tournament, judge=choice.judge,
+                part=BoardSlice(turn=args.turn, majority=args.votes == "majority"))
             if choice.chosen_by is not ChosenBy.NAMED:  # say whose board it is; stdout holds only the board
                 others = ", ".join(o.judge for o in choice.others) or "none"
                 print(f"joust export: the board of judge {choice.judge} ({choice.chosen_by.value}); "
@@ -240,6 +242,10 @@ def _add_export_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     judgements = whats.add_parser("judgements", help="one row per counted judgement, in resolve order")
     board = whats.add_parser("board", help="the leaderboard rows, best first")
     board.add_argument("--by", choices=["model", "scenario", "model+scenario", "system"], default="model")
+    board.add_argument("--turn", type=remote_cli._positive, default=None, metavar="N",
+                       help="only turn N of multi-turn questions")
+    board.add_argument("--votes", choices=["each", "majority"], default="each",
+                       help="each: every verdict (default); majority: each pair once, by its verdicts' majority")
     for parser in (judgements, board):
         parser.add_argument("--tournament", type=int, default=None, help="only this tournament and its runs")
         parser.add_argument("--judge", default=None, metavar="SPEC", help=(
@@ -340,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_parsers(sub)
     _add_export_parsers(sub)
     remote_cli.add_parsers(sub)
+    remote_judges.add_parser(sub)
     _add_keys_parsers(sub)
     return parser
 

@@ -6,8 +6,9 @@ export is also an import, and one that loses nothing: `joust import battles` of 
 into an empty store gives the same boards and judge health (the columns:
 `service.importers.columns`). Besides the verdict, a row carries what restores it: its `key`,
 judge, criteria, prompt `template_version`, `order_policy`, tokens, cost, `created_at`, the
-question's text, both outputs (`output_a`, `output_b`; empty for a placeholder, which has
-none) and every call as joust stored it (`calls`, each call's `first` named by the row's
+question's text (side b's too, in `question_b`, where its submission holds another text: a
+placeholder's text is its question id), both outputs (`output_a`, `output_b`; empty for a
+placeholder, which has none) and every call as joust stored it (`calls`, each call's `first` named by the row's
 `a_id`/`b_id`). Rows are the ones the leaderboard counts, in the order it replays them (a
 judgement shared by several tournaments appears once).
 
@@ -38,6 +39,7 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO, TextIO
 
 from leaderboard.board import build_board
+from leaderboard.board_slice import WHOLE, BoardSlice
 from leaderboard.judges import JudgeChoice, choose_judge
 from leaderboard.players import battles_at_level
 from leaderboard.types import PLACEHOLDER_OUTPUT, Level
@@ -60,8 +62,8 @@ def judgement_rows(store: Store, *, tournament_id: int | None = None, judge: str
         rows.append({**{c: row.get(c) for c in EXPORTED}, "winner": WINNER_NAMES[row["outcome"]],
                      "calls": calls,
                      "time": datetime.fromtimestamp(row["created_at"], tz=timezone.utc).isoformat(timespec="seconds"),
-                     "question": row["question"], "output_a": _text(row["output_a"]),
-                     "output_b": _text(row["output_b"]),
+                     "question": row["question"], "question_b": row["question_b"],
+                     "output_a": _text(row["output_a"]), "output_b": _text(row["output_b"]),
                      "label_a": f"{row['model_a']}/{row['scenario_a']}", "label_b": f"{row['model_b']}/{row['scenario_b']}",
                      "order": [sides.get(call.get("first")) for call in calls],
                      "reason": calls[0].get("reason") if calls else None,
@@ -83,12 +85,14 @@ def board_judge(store: Store, *, tournament_id: int | None = None, judge: str | 
     return choose_judge(summaries, judge)
 
 
-def board_rows(store: Store, level: Level, *, k: float, judge: str, tournament_id: int | None = None) -> list[dict]:
+def board_rows(store: Store, level: Level, *, k: float, judge: str, tournament_id: int | None = None,
+               part: BoardSlice = WHOLE) -> list[dict]:
     """One judge's leaderboard at one level, by component and best first within one, as the API
-    computes it (`board_judge` says whose)."""
+    computes it (`board_judge` says whose), of the verdicts `part` counts (a turn; each pair's majority)."""
     if tournament_id is not None:
         store.get_tournament(tournament_id)  # NotFound for an unknown id
-    battles = battles_at_level(store.side_rows(tournament_id=tournament_id, judge=judge), level)
+    rows = part.rows(store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn))
+    battles = battles_at_level(rows, level)
     return [
         {"component": r.extra["component"], "rank": r.extra["rank"], "player": r.player, "rating": _finite(r.rating),
          "ci_low": _finite(r.ci_low), "ci_high": _finite(r.ci_high), "elo": _finite(r.elo), "wins": r.wins,

@@ -20,14 +20,17 @@ arrive during one wait for it rather than each reading the judgements again.
 
 A result also depends on the human reference set (`?humans=`): one result is kept for every human
 judge (the page's and the default), and a few more (`REFERENCE_SETS`, the least recently computed
-first out) for chosen sets, each under the same rule. All of them come from the one tally.
+first out) for chosen sets, each under the same rule. All of them come from the one tally. A
+result scoped to one turn of multi-turn questions (`?turn=`) comes from a tally of that turn's
+judgements, kept the same way beside the overall one (`TURNS` of them, the least recently used
+first out), with that turn's count of parse-failed matches.
 """
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from leaderboard.health import JudgeHealth, VoterAgreement
 from leaderboard.health_tally import HealthTally
@@ -35,9 +38,11 @@ from leaderboard.judge_alpha import JudgeAlpha
 from service.refreshes import Refreshes
 from service.store import Store
 
-REFERENCE_SETS = 8  # results kept for chosen human reference sets, besides the default one
+REFERENCE_SETS = 8  # results kept for chosen human reference sets or turns, besides the default one
+TURNS = 4  # tallies kept for single turns, besides the overall one
 CHUNK = 100_000  # judgements read per query while catching up, to bound memory on a cold start
 Humans = frozenset[str] | None  # a human reference set; None: every human judge
+Key = tuple[int | None, Humans]  # a result's turn (None: every turn) and reference set
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,14 @@ def reference_key(humans: Collection[str] | None) -> Humans:
     return None if humans is None else frozenset(humans)
 
 
+@dataclass
+class _Tallied:
+    """A running tally and the judgement id it holds every judgement (of its turn) up to."""
+
+    tally: HealthTally = field(default_factory=HealthTally)
+    read_upto: int = 0
+
+
 class JudgeHealthCache:
     """The latest judge health of one store; `computations` counts the refreshes (each reads the
     judgements stored since the one before, every judgement the first time), so a test can tell
@@ -82,19 +95,19 @@ class JudgeHealthCache:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.computations = 0
-        # by reference set; entries are replaced whole, so reading one needs no lock
-        self._latest: OrderedDict[Humans, HealthAt] = OrderedDict()
-        self._computing = threading.Lock()  # held by the one refresh at a time, with the tally
-        self._tally = HealthTally()
-        self._read_upto = 0  # the judgement id the tally holds every judgement up to
+        # by (turn, reference set); entries are replaced whole, so reading one needs no lock
+        self._latest: OrderedDict[Key, HealthAt] = OrderedDict()
+        self._computing = threading.Lock()  # held by the one refresh at a time, with the tallies
+        self._tallies: OrderedDict[int | None, _Tallied] = OrderedDict({None: _Tallied()})  # by turn
         self._refreshes = Refreshes("judge-health")  # the pages' background refreshes, by reference set
 
-    def current(self, humans: Collection[str] | None = None) -> HealthAt:
-        """Every judge's health against the votes of `humans` (every human judge when None),
-        including every judgement resolved and every match failed before this call; refreshed
-        only when one of them moved since the last result for that reference set."""
-        key = reference_key(humans)
-        revision, failures = self.store.revision(), self.store.parse_failures()
+    def current(self, humans: Collection[str] | None = None, *, turn: int | None = None) -> HealthAt:
+        """Every judge's health against the votes of `humans` (every human judge when None), over
+        the judgements on `turn` (every turn when None), including every judgement resolved and
+        every match failed before this call; refreshed only when one of them moved since the last
+        result for that turn and reference set."""
+        key = (turn, reference_key(humans))
+        revision, failures = self.store.revision(), self.store.parse_failures(turn=turn)
         latest = self._latest.get(key)
         if latest is not None and latest.covers(revision, failures):
             return latest
@@ -106,13 +119,13 @@ class JudgeHealthCache:
         nothing to serve: that computation is waited for up to `wait_s`, then None (the page says
         it is being computed). Why: a page must not wait seconds for judge health while a
         tournament writes; GET /api/judges, which promises current figures, asks `current()`."""
-        key = reference_key(humans)
+        key: Key = (None, reference_key(humans))
         revision, failures = self.store.revision(), self.store.parse_failures()
         return self._refreshes.soon(
             key, lambda: self._latest.get(key), lambda latest: latest.covers(revision, failures),
             lambda: self._refresh(key, self.store.revision(), self.store.parse_failures()), wait_s)
 
-    def _refresh(self, key: Humans, revision: int, failures: Mapping[str, int]) -> HealthAt:
+    def _refresh(self, key: Key, revision: int, failures: Mapping[str, int]) -> HealthAt:
         """The result for `key` covering `revision` and `failures` (read before the judgements,
         so the result holds at least what they count): the one a refresh that held the lock
         meanwhile made, else the tally brought up to date and reported."""
@@ -121,30 +134,38 @@ class JudgeHealthCache:
             if latest is not None and latest.covers(revision, failures):
                 return latest
             self.computations += 1
-            self._catch_up()
-            report = self._tally.report(failures, key)
+            turn, humans = key
+            report = self._caught_up(turn).report(failures, humans)
             fresh = HealthAt(report.judges, report.humans, report.voters, revision, failures, report.judge_alphas)
             self._keep(key, fresh)
             return fresh
 
-    def _catch_up(self) -> None:
-        """Add the judgements stored since the tally last read; on any error start over rather
-        than half-add."""
+    def _caught_up(self, turn: int | None) -> HealthTally:
+        """The tally of `turn`'s judgements (every turn's when None), with the judgements stored
+        since it last read added (under the lock); on any error it starts over rather than half-add."""
+        tallied = self._tallies.get(turn)
+        if tallied is None:
+            tallied = self._tallies[turn] = _Tallied()
+            singles = [t for t in self._tallies if t is not None]
+            for stale in singles[:-TURNS]:
+                del self._tallies[stale]
+        self._tallies.move_to_end(turn)
         try:
             while True:
-                records, upto = self.store.health_records_since(self._read_upto, limit=CHUNK)
-                self._tally.add(records)
-                self._read_upto = upto
+                records, upto = self.store.health_records_since(tallied.read_upto, limit=CHUNK, turn=turn)
+                tallied.tally.add(records)
+                tallied.read_upto = upto
                 if len(records) < CHUNK:
-                    return
+                    return tallied.tally
         except BaseException:
-            self._tally, self._read_upto = HealthTally(), 0
+            self._tallies[turn] = _Tallied()
             raise
 
-    def _keep(self, key: Humans, fresh: HealthAt) -> None:
-        """Keep `fresh` for `key` (under the lock); beyond REFERENCE_SETS chosen sets, drop the least recent."""
+    def _keep(self, key: Key, fresh: HealthAt) -> None:
+        """Keep `fresh` for `key` (under the lock); beyond REFERENCE_SETS chosen sets or turns,
+        drop the least recent."""
         self._latest[key] = fresh
         self._latest.move_to_end(key)
-        chosen = [k for k in self._latest if k is not None]
+        chosen = [k for k in self._latest if k != (None, None)]
         for stale in chosen[:-REFERENCE_SETS]:
             del self._latest[stale]

@@ -1,10 +1,15 @@
 """The processes joust runs: one API, N workers, one scheduler, and `joust up`'s supervisor.
 
-`joust up` starts each role as a child process (`python -m service.cli <role>`) and, unless
-REDIS_URL is set, a redis-server of its own; it restarts any of them that dies (Redis at once, on
-its port, with its password and its files), and on Ctrl-C or SIGTERM stops the roles, then
-Redis, leaving no process behind. Children are told to die with their parent, so even a
-SIGKILLed `joust up` leaves nothing running.
+`joust up` starts each role as a child process (`python -P -m service.cli <role>`: without the
+current folder on its sys.path, so a folder there named `joust` or `service`, such as a clone
+seen from its parent, cannot stand in for the installed packages) and, unless REDIS_URL is set,
+a redis-server of its own. It says it is up once the API's health answers 200. It restarts any
+child that dies (Redis at once, on its port, with its password and its files), except one that
+exits with an error at start `START_FAILURES` times in a row: that stops `joust up`, non-zero,
+with the child's last lines (its traceback), since starting it again would only fail again.
+On Ctrl-C or SIGTERM it stops the roles, then Redis, leaving no process behind. Children are
+told to die with their parent, so even a SIGKILLed `joust up` leaves nothing running. Their
+stderr passes through `joust up` (`service.child_logs`), which keeps each one's last lines.
 
 The data dir is private: 0700, and everything joust keeps there (the database, the API key,
 Redis's password and files) 0600, through a umask of 077 for `joust up` and its children. A data
@@ -21,10 +26,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .child_logs import Tail
 from .config import Settings
 from .redis_server import (
     PRIVATE_UMASK,
@@ -42,6 +50,8 @@ REDIS_DIR = "redis"
 # What joust creates in the data dir; only these are tightened, the rest is the user's.
 PRIVATE_FILES = ("joust.db", "joust.db-wal", "joust.db-shm", "joust.db-journal", API_KEY_FILE, REDIS_PASSWORD_FILE)
 SLOW_START_S = 30.0  # a child that lived this long is restarted at once; sooner, with a backoff
+START_FAILURES = 3  # exits with an error, each within SLOW_START_S of its start, in a row: give up
+HEALTH_TIMEOUT_S = 2.0  # one look at the API's health while waiting to say "up"
 
 
 def ensure_secret(path: Path) -> str:
@@ -127,6 +137,12 @@ class Child:
     restarts: int = 0
     started_at: float = 0.0
     restart_at: float | None = None  # set once it is found dead: when to start it again
+    start_failures: int = 0  # its exits with an error within SLOW_START_S of a start, in a row
+    tail: Tail | None = None  # its stderr, passed through, the last lines of this run kept
+
+    def last_words(self) -> str:
+        """What it last wrote on stderr (its traceback, when it died of one)."""
+        return self.tail.text() if self.tail is not None else ""
 
 
 @dataclass
@@ -138,13 +154,14 @@ class Supervisor:
     redis: RedisServer | None = None
     children: list[Child] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)
+    failed: Child | None = None  # the child that kept dying at start, which stopped everything
     redis_restarts: int = 0
     _redis_retry_at: float = 0.0
     _redis_failures: int = 0
 
     def add(self, name: str, *args: str) -> None:
-        """Register a role to run as `python -m service.cli <args>`."""
-        self.children.append(Child(name, [sys.executable, "-m", "service.cli", *args]))
+        """Register a role to run as `python -P -m service.cli <args>` (see `role_argv`)."""
+        self.children.append(Child(name, role_argv(*args)))
 
     def start(self) -> None:
         """Start every child."""
@@ -154,29 +171,55 @@ class Supervisor:
     def _spawn(self, child: Child) -> None:
         child.proc = subprocess.Popen(
             child.argv, env=child_env(self.settings), preexec_fn=die_with_parent(), start_new_session=True,
-            umask=PRIVATE_UMASK,
+            umask=PRIVATE_UMASK, stderr=subprocess.PIPE,
         )
+        assert child.proc.stderr is not None
+        child.tail = Tail(child.proc.stderr)
         child.started_at = time.monotonic()
         child.restart_at = None
         log.info("started %s (pid %d)", child.name, child.proc.pid)
 
     def watch(self, poll_s: float = 0.5) -> None:
-        """Restart Redis and the children that die, until told to stop. Nothing here blocks for
-        a child's backoff, so a dead Redis is seen within `poll_s` whatever else waits."""
+        """Restart Redis and the children that die, until told to stop (or a child keeps dying
+        at start: `failed`). Nothing here blocks for a child's backoff, so a dead Redis is seen
+        within `poll_s` whatever else waits."""
         while not self.stopping.wait(poll_s):
-            self.tend_redis()
-            now = time.monotonic()
-            for child in self.children:
-                if not self.stopping.is_set():
-                    self._tend(child, now)
+            self.tend()
+
+    def wait_healthy(self, health_url: str, poll_s: float = 0.1) -> bool:
+        """Tend the children (as `watch` does) until `health_url` answers 200: True then; False
+        when told to stop first, or when a child kept dying at start (`failed`)."""
+        while not self.stopping.is_set():
+            if answers_ok(health_url):
+                return True
+            self.stopping.wait(poll_s)
+            self.tend()
+        return False
+
+    def tend(self) -> None:
+        """One look: start Redis again if it died, restart the children that died."""
+        self.tend_redis()
+        now = time.monotonic()
+        for child in self.children:
+            if not self.stopping.is_set():
+                self._tend(child, now)
 
     def _tend(self, child: Child, now: float) -> None:
         if child.proc is None or child.proc.poll() is None:
             return
         if child.restart_at is None:
             lived = now - child.started_at
+            code = child.proc.returncode
+            # An error exit soon after a start counts; a signal (a kill, an OOM) or a long run does not.
+            child.start_failures = child.start_failures + 1 if lived <= SLOW_START_S and code > 0 else 0
+            if child.start_failures >= START_FAILURES:
+                log.error("%s exited with %s at start %d times in a row; stopping", child.name, code,
+                          child.start_failures)
+                self.failed = child
+                self.stopping.set()
+                return
             backoff = 0 if lived > SLOW_START_S else min(30, 2**child.restarts)
-            log.warning("%s exited with %s; restarting in %ss", child.name, child.proc.returncode, backoff)
+            log.warning("%s exited with %s; restarting in %ss", child.name, code, backoff)
             child.restart_at = now + backoff
         if now >= child.restart_at:
             child.restarts += 1
@@ -210,6 +253,32 @@ class Supervisor:
         """SIGTERM every child (workers finish their job), then SIGKILL what is left."""
         self.stopping.set()
         stop_groups([c.proc for c in self.children if c.proc is not None], timeout_s)
+
+
+def role_argv(*args: str) -> list[str]:
+    """The command of a child role: this Python, `-m service.cli ARGS`, without the current
+    folder first on sys.path (`-P`, Python 3.11+; on 3.10 the same by hand), so that the
+    installed joust is imported whatever folder `joust up` was started in."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", "service.cli", *args]
+    safe = "import runpy, sys; del sys.path[0]; runpy.run_module('service.cli', run_name='__main__', alter_sys=True)"
+    return [sys.executable, "-c", safe, *args]
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL of a server bound to `host` as this machine reaches it (a wildcard address: loopback)."""
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def answers_ok(url: str) -> bool:
+    """Whether a GET of `url` answers 200 now (asked directly: never through an HTTP_PROXY)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=HEALTH_TIMEOUT_S) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def stop_groups(procs: list[subprocess.Popen], timeout_s: float) -> None:
@@ -270,14 +339,15 @@ def _run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
         sup.stopping.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    url = local_url(host, port)
     try:
         sup.start()
-        shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-        print(f"joust is up: http://{shown_host}:{port}/", flush=True)
-        # Never the key itself: logs outlive terminals and are read by more people than the data dir.
-        print(f"API key: {key_source}", flush=True)
-        print(f"data: {data_dir}  redis: {redis_shown}  workers: {workers}", flush=True)
-        sup.watch()
+        if sup.wait_healthy(f"{url}/api/health"):
+            print(f"joust is up: {url}/", flush=True)
+            # Never the key itself: logs outlive terminals and are read by more people than the data dir.
+            print(f"API key: {key_source}", flush=True)
+            print(f"data: {data_dir}  redis: {redis_shown}  workers: {workers}", flush=True)
+            sup.watch()
     finally:
         print("joust is stopping…", flush=True)
         sup.stop()
@@ -286,4 +356,14 @@ def _run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         print("joust stopped", flush=True)
-    return 0
+        if sup.failed is not None:  # last, after the other children's goodbyes
+            report_failed(sup.failed)
+    return 1 if sup.failed is not None else 0
+
+
+def report_failed(child: Child) -> None:
+    """Say on stderr which child kept dying at start, and what it last wrote."""
+    code = child.proc.returncode if child.proc is not None else None
+    words = child.last_words() or "(it wrote nothing on stderr)"
+    print(f"joust up: {child.name} exited with code {code} at start {child.start_failures} times in a row; "
+          f"the last it wrote on stderr:\n{words}", file=sys.stderr, flush=True)

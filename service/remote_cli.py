@@ -39,10 +39,11 @@ from .processes import API_KEY_FILE
 if TYPE_CHECKING:
     import pandas as pd
 
-BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
-                 "matches", "flags"]
+# The page's headline columns: the online Elo, order-dependent, is in the API's rows and `joust export board`.
+BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "win_rate", "wins", "losses",
+                 "ties", "matches", "flags"]
 LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "matches_done", "matches_failed",
-                "spent_usd", "created_at"]
+                "spent_usd", "total_spent_usd", "created_at"]
 JUDGEMENT_COLUMNS = ["id", "outcome", "result", "consistent", "a_model", "a_scenario", "b_model", "b_scenario",
                      "question_id", "created_at"]
 OUTPUTS = ("table", "csv", "json")
@@ -163,9 +164,21 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_cancel(client: Client, args: argparse.Namespace) -> int:
     run = client.cancel(args.id)
+    stopped = run.extra.get("stopped") or {}
     print(_json({"id": run.id, "status": run.status.value, "matches_done": run.matches_done,
-                 "matches_cancelled": run.matches_cancelled}))
+                 "matches_cancelled": run.matches_cancelled, "stopped": stopped}))
+    print(f"joust tournament cancel: tournament {run.id}: {_stopped_words(run, stopped)}", file=sys.stderr)
     return 0
+
+
+def _stopped_words(run: Tournament, stopped: dict[str, Any]) -> str:
+    """What a cancel stopped, in words (a schedule whose first run had finished still reads done)."""
+    runs, n = list(stopped.get("runs") or ()), int(stopped.get("matches") or 0)
+    said = [f"its schedule ({run.schedule}) is stopped, no more runs will start"] if stopped.get("schedule") else []
+    said += [f"run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))} {'are' if len(runs) > 1 else 'is'} "
+             "cancelled"] if runs else []
+    said += [f"{n} unjudged match{'es are' if n > 1 else ' is'} cancelled"] if n else []
+    return "; ".join(said) if said else f"nothing to stop (it is {run.status.value})"
 
 
 def cmd_retry(client: Client, args: argparse.Namespace) -> int:
@@ -204,7 +217,7 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_board(client: Client, args: argparse.Namespace) -> int:
     board = client.leaderboard(args.by, judge=args.judge, tournament=args.tournament, dimension=args.dimension,
-                               ties=args.ties)
+                               ties=args.ties, turn=args.turn, votes=args.votes)
     _write_frame(_board_columns(board), args.format, empty="no judgements on this board")
     nu = board.attrs.get("tie_parameter")
     if nu is not None:  # stdout holds only the board
@@ -332,7 +345,7 @@ def add_parsers(sub: SubParsers) -> None:
     listing.set_defaults(func=_run(cmd_list))
     for action, what, command in (("show", "a tournament's status, as JSON", cmd_show),
                                   ("follow", "a progress bar until the run ends, then its board", cmd_follow),
-                                  ("cancel", "cancel its unjudged matches and stop its schedule", cmd_cancel),
+                                  ("cancel", "cancel its unjudged matches, schedule and runs in flight", cmd_cancel),
                                   ("retry", "hand a finished run's failed matches out again", cmd_retry)):
         parser = actions.add_parser(action, parents=[common], help=what)
         parser.add_argument("id", type=int, metavar="ID")
@@ -360,6 +373,8 @@ def add_parsers(sub: SubParsers) -> None:
     board.add_argument("--ties", default="half",
                        help="half: a tie is half a win each way (default); davidson: Davidson's tie model "
                             "(nu on stderr)")
+    board.add_argument("--turn", type=_positive, default=None, metavar="N", help="only turn N of multi-turn questions")
+    board.add_argument("--votes", default="each", help="each: every verdict (default); majority: each pair once")
     board.add_argument("--format", choices=OUTPUTS, default="table")
     board.set_defaults(func=_run(cmd_board))
 

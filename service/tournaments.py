@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 from leaderboard import callplan, pairing
 from leaderboard.factsim import summary_sources
 from leaderboard.panel import Aggregation
-from leaderboard.pricing import Price, cost_usd, price_of
+from leaderboard.pricing import Price, cost_usd, delivery_discount, price_of
 from leaderboard.rubric import RULES_VERSION
 from leaderboard.shown import pair_keys
 from leaderboard.spec import RunSpec
@@ -58,7 +58,8 @@ class DryRun:
     submission to score for compqa, one per text to extract for factsim); `cached` counts the
     matches a judgement answers without a call (one stored already, or made by an earlier match
     of the same run); `estimated_cost_usd` is None when calls are needed and the judge has no
-    price (`priced` False); 0.0 when no call is needed; rounded to micro-dollars.
+    price (`priced` False); 0.0 when no call is needed; rounded to micro-dollars; at the price
+    the run would pay, so half the list price for `delivery` batch (`leaderboard.pricing`).
     `placeholders_skipped`: submissions the filters admit that no live run pairs (imported
     battles' placeholders)."""
 
@@ -69,6 +70,7 @@ class DryRun:
     judge: str
     priced: bool
     placeholders_skipped: int
+    delivery: str
 
 
 def plan(store: Store, spec: RunSpec) -> list[Pair]:
@@ -90,8 +92,9 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
     spends (`leaderboard.callplan`): what a stored score or stored facts already answer (compqa,
     factsim) costs nothing, and work shared between pairs (a submission's score, a source's
     facts) is counted once. Each call is estimated at chars/4 tokens of the texts it shows plus
-    the prompt's own, and its reply as `callplan` says. The reminder re-ask, retries and
-    failing matches are not counted.
+    the prompt's own, and its reply as `callplan` says, at the judge's price for the run's
+    delivery (a batch run pays half). The reminder re-ask, retries and failing matches are not
+    counted.
     """
     if spec.judges is not None:
         return _panel_dry_run(store, spec, prices)
@@ -109,6 +112,8 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
     todo = [(by_id[pair.a], by_id[pair.b]) for pair, keys in first_of_key.values() if stored.isdisjoint(keys)]
     calls = callplan.count_calls(criteria, todo, order, _stored(store, spec, todo))
     estimate = cost_usd(judge, calls.input_tokens, calls.output_tokens, prices)
+    if estimate is not None:
+        estimate *= delivery_discount(spec.batch)
     return DryRun(
         matches=len(pairs),
         calls=calls.calls,
@@ -118,6 +123,7 @@ def dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> DryRun:
         priced=price_of(judge, prices) is not None,
         placeholders_skipped=store.count_placeholders(models=spec.models, scenarios=spec.scenarios,
                                                       questions=spec.questions),
+        delivery=spec.delivery.value,
     )
 
 
@@ -134,6 +140,7 @@ def _panel_dry_run(store: Store, spec: RunSpec, prices: Mapping[str, Price]) -> 
         judge=spec.judge,
         priced=all(m.priced for m in members),
         placeholders_skipped=members[0].placeholders_skipped if members else 0,
+        delivery=spec.delivery.value,
     )
 
 

@@ -124,8 +124,8 @@ def test_two_unreadable_replies_are_recorded_as_an_error(client: TestClient, env
 def test_provider_errors_are_retried(client: TestClient, env: Settings, fake: FakeAnthropic) -> None:
     jid = judged_tie(client, env)
     paid = fake.requests
-    # The gate sends a call three times, each after the shared cooldown a 529 sets (its
-    # retry-after; without one, the 5 s default), then the job is scheduled again and succeeds.
+    # The gate sends a call three times, each after the shared cooldown a 529 with retry-after
+    # sets, then the job is scheduled again and succeeds.
     fake.fail(*[Failure(529, retry_after=0.1)] * 3)
     client.post(f"/api/judgements/{jid}/analysis", headers=AUTH)
     work_until(env, lambda: analysis_of(client, jid) is not None)

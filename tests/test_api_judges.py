@@ -127,6 +127,6 @@ NO_VOTERS = {"rate": None, "pairs": 0, "votes": 0, "decided": None, "decided_pai
 
 def test_no_judgements_no_judges(client: TestClient) -> None:
     assert client.get("/api/judges").json() == {"judges": [], "humans": [], "voter_agreement": NO_VOTERS,
-                                                "judge_agreement": []}
+                                                "judge_agreement": [], "turn": None}
     response = client.get("/api/judges", params={"humans": "human/anyone"})
     assert response.status_code == 404 and "no human votes are stored" in response.json()["error"]

@@ -73,8 +73,9 @@ def test_an_inconsistent_tie_is_a_tie_whose_orders_disagreed(tmp_path: Path) -> 
     assert [r.winner for r in store.side_rows()] == [Winner.TIE] * 3
     store.close()
     judge = health(tmp_path)["import/gpt4_pair"]
-    # The judge said tie once; the two orders that disagreed are not "the judge said tie".
-    assert (judge.judgements, judge.calls, judge.tie_rate) == (3, 1, 1.0)
+    # Counted as stored (issue 24): each verdict without calls is one call, its tie; the judge of
+    # an inconsistent tie judged both orders, so the consistent tie counts for consistency too.
+    assert (judge.judgements, judge.calls, judge.tie_rate, judge.consistency) == (3, 3, 1.0, 1 / 3)
 
 
 VOTES = "question_id,model_a,model_b,winner,turn\n81,m1,m2,model_a,1\n"

@@ -225,10 +225,14 @@ def test_concurrent_requests_while_resolving_never_double_count(store: Store) ->
 def assert_same_effects(got: Effects, want: Effects, tol: float = 1e-6) -> None:
     """Equal effects up to the fit's tolerance (systems counted in another order round differently)."""
     assert got.battles == want.battles
-    for mine, theirs in ((got.models, want.models), (got.scenarios, want.scenarios)):
-        assert mine.keys() == theirs.keys()
-        for name, triple in mine.items():
-            assert triple == pytest.approx(theirs[name], abs=tol), name
+    assert [(g.component, g.systems, g.battles) for g in got.groups] == [
+        (g.component, g.systems, g.battles) for g in want.groups]
+    for ours, theirs_group in zip(got.groups, want.groups):
+        for mine, theirs in ((ours.models, theirs_group.models), (ours.scenarios, theirs_group.scenarios)):
+            assert list(mine) == list(theirs)
+            for name, effect in mine.items():
+                assert effect.bounded == theirs[name].bounded, name
+                assert effect[:3] == pytest.approx(theirs[name][:3], abs=tol, nan_ok=True), name
 
 
 def test_effects_are_refitted_when_the_revision_moves(store: Store) -> None:
@@ -241,7 +245,7 @@ def test_effects_are_refitted_when_the_revision_moves(store: Store) -> None:
         assert_same_effects(fitted.effects, fit_effects(store.side_rows()))  # from the kept counts, no reread
         assert cache.effects() is fitted  # one fit per revision
         assert cache.effects_soon(wait_s=30) is fitted
-        assert set(fitted.effects.scenarios) == set(SCENARIOS) and fitted.effects.battles > 0
+        assert set(fitted.effects.group(1).scenarios) == set(SCENARIOS) and fitted.effects.battles > 0
     tid = world.plan(4)
     world.work(tid)
     assert cache.effects_soon(wait_s=30).revision == store.revision()  # refitted in the background

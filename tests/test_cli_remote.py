@@ -236,7 +236,8 @@ def test_list_show_cancel_and_retry(submitted: str, env: Settings, db: Store, fa
 
     code, out, _ = run(capsys, "tournament", "cancel", str(second))
     assert (code, json.loads(out)) == (0, {"id": second, "status": "cancelled", "matches_done": 0,
-                                           "matches_cancelled": 6})
+                                           "matches_cancelled": 6,
+                                           "stopped": {"schedule": False, "runs": [], "matches": 6}})
     code, out, _ = run(capsys, "tournament", "show", str(second))
     assert code == 0 and json.loads(out) == api(url, f"/api/tournaments/{second}")
 
@@ -271,7 +272,7 @@ def test_follow_draws_the_run_and_ends_with_the_board(submitted: str, env: Setti
     assert draws[-1].startswith(f"tournament {tid}: 100%") and "6/6, done 6, failed 0, left 0" in draws[-1]
     assert err.rstrip().endswith(f"tournament {tid}: done")
     table = out.splitlines()
-    assert table[0].split() == ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins",
+    assert table[0].split() == ["component", "rank", "player", "rating", "ci_low", "ci_high", "win_rate", "wins",
                                 "losses", "ties", "matches", "flags"]
     assert [line.split()[2] for line in table[1:]] == ["good", "mid", "bad"]
     board = api(url, "/api/leaderboard", tournament=tid)["rows"]
@@ -286,8 +287,8 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
     for by in ("model", "model+scenario"):
         rows = api(url, "/api/leaderboard", by=by)["rows"]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "json")
-        columns = ["component", "rank", "player", "rating", "ci_low", "ci_high", "elo", "wins", "losses", "ties",
-                   "matches", "flags"]
+        columns = ["component", "rank", "player", "rating", "ci_low", "ci_high", "win_rate", "wins", "losses",
+                   "ties", "matches", "flags"]
         kinds = [",".join(f["kind"] for f in row["flags"]) for row in rows]  # the flags' kinds, comma-separated
         assert code == 0 and json.loads(out) == [{**{c: row[c] for c in columns}, "flags": k} for row, k in zip(rows, kinds)]
         code, out, _ = run(capsys, "board", "--by", by, "--format", "csv", "--tournament", str(tid))

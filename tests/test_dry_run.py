@@ -14,6 +14,7 @@ from redis import Redis
 from rq import Queue
 from sqlalchemy import text
 
+from joust import Client, DryRun
 from service.app import create_app
 from service.cli import main
 from service.config import DEFAULT_JUDGE, Settings
@@ -102,7 +103,7 @@ def test_a_dry_run_predicts_the_real_run(client: TestClient, env: Settings, fake
     assert fake.replies == 6 + got["calls"]
     assert dry(client, judge=FAKE_JUDGE) | {"judge": None} == {
         "matches": 9, "calls": 0, "cached": 9, "estimated_cost_usd": 0.0, "judge": None, "priced": False, "seed": None,
-        "placeholders_skipped": 0}
+        "placeholders_skipped": 0, "delivery": "live"}
 
 
 def test_identical_outputs_in_one_run_are_judged_once(client: TestClient) -> None:
@@ -152,3 +153,24 @@ def test_the_cli_dry_run_agrees_with_the_api(
         created = json.loads(capsys.readouterr().out)
         assert (created["matches_total"], created["queued"]) == (9, True)
         assert client.get(f"/api/tournaments/{created['id']}").json()["name"] == "from-cli"
+
+
+def test_a_batch_dry_run_is_priced_at_the_batch_price_on_every_surface(
+    client: TestClient, env: Settings, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live, batch = dry(client), dry(client, delivery="batch")
+    assert (live["delivery"], batch["delivery"]) == ("live", "batch")
+    assert (batch["matches"], batch["calls"]) == (live["matches"], live["calls"])
+    # the Message Batches API costs half the live price: the rate the workers charge a batch run at
+    assert batch["estimated_cost_usd"] == pytest.approx(live["estimated_cost_usd"] / 2, abs=1e-6)
+    nightly = dry(client, schedule="0 3 * * *")  # a scheduled anthropic run is batch by default
+    assert (nightly["delivery"], nightly["estimated_cost_usd"]) == ("batch", batch["estimated_cost_usd"])
+    with serving(env.with_(api_key=KEY)) as url:
+        monkeypatch.setenv("JOUST_URL", url)
+        monkeypatch.setenv("JOUST_API_KEY", KEY)
+        assert main(["tournament", "create", "--dry-run", "--delivery", "batch"]) == 0
+        assert json.loads(capsys.readouterr().out) == batch
+        priced = Client(url, KEY).tournament(delivery="batch", dry_run=True)
+        assert isinstance(priced, DryRun)
+        assert (priced.estimated_cost_usd, priced.delivery) == (batch["estimated_cost_usd"], "batch")
+    assert nothing_created(client, env)

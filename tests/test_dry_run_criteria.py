@@ -176,7 +176,7 @@ def test_a_compqa_dry_run_counts_one_score_per_submission(
     assert (got["matches"], got["cached"], got["calls"]) == (9, 6, 1)  # three new pairs, one new score
     assert dry(client, criteria="compqa") | {"seed": None} == {
         "matches": 9, "calls": 0, "cached": 9, "estimated_cost_usd": 0.0, "judge": JUDGE, "priced": True,
-        "seed": None, "placeholders_skipped": 0}
+        "seed": None, "placeholders_skipped": 0, "delivery": "live"}
     assert fake.requests == 2 + 4 + 1 == len(MODELS) * 2 + 1
 
 

@@ -216,6 +216,22 @@ BAD_FILES = {
                               "'first' is for a verdict of one call"),
     "flat-clash.csv": ('model_a,model_b,winner,call1_winner,calls\nm1,m2,tie,A,"[{""winner"": ""TIE""}]"\n', 2,
                        "call1_winner 'A' disagrees with calls ('TIE')"),
+    # A row whose winner its own calls contradict (issue 24): the board would count the winner,
+    # judge health the calls.
+    "calls-contradict.jsonl": (('{"model_a": "m1", "model_b": "m2", "winner": "tie"}\n'
+                                '{"model_a": "m1", "model_b": "m2", "winner": "model_a", '
+                                '"calls": [{"first": "b", "winner": "A"}]}\n'), 2,
+                               "winner 'model_a' contradicts call 1, which said b shown first, 'A': model_b won"),
+    "calls-two-orders.jsonl": (('{"a_id": 7, "b_id": 9, "model_a": "m1", "model_b": "m2", "winner": "model_b", '
+                                '"calls": [{"first": 7, "winner": "B"}, {"first": 9, "winner": "B"}]}\n'), 1,
+                               "contradicts call 2, which said b shown first, 'B': model_a won"),
+    "calls-said-tie.csv": ("model_a,model_b,winner,call1_first,call1_winner\nm1,m2,model_b,,TIE\n", 2,
+                           "contradicts call 1, which said a tie"),
+    "calls-named-winner.jsonl": ('{"model_a": "m1", "model_b": "m2", "winner": "tie", "calls": [{"winner": "A"}]}\n',
+                                 1, "contradicts call 1, which said a winner, not a tie"),
+    "calls-agree-inconsistent.jsonl": (('{"model_a": "m1", "model_b": "m2", "winner": "tie", "consistent": false, '
+                                        '"calls": [{"first": "a", "winner": "A"}, {"first": "b", "winner": "B"}]}\n'),
+                                       1, "consistent is false (the orders disagreed), but its calls agree"),
     "key-two-judges.jsonl": ((f'{{"model_a": "m1", "model_b": "m2", "winner": "tie", "key": "{"a" * 64}", '
                               f'"judge": "x"}}\n{{"model_a": "m1", "model_b": "m3", "winner": "tie", '
                               f'"key": "{"a" * 64}", "judge": "y"}}\n'), 2, "is also on line 1"),

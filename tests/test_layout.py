@@ -1,7 +1,8 @@
 """The one-way import rule of DESIGN.md: service -> leaderboard; workers -> leaderboard,
 service.config, service.store; leaderboard -> nothing with I/O; the client package `joust`
 imports none of the three, and none of them imports it but the CLI's HTTP commands
-(`service/remote_cli.py`, built on the client as every other user of the API would be)."""
+(`service/remote_cli.py`, `service/remote_judges.py`, built on the client as every other user of
+the API would be)."""
 from __future__ import annotations
 
 import ast
@@ -64,7 +65,7 @@ def test_the_client_imports_none_of_the_service(path: Path) -> None:
 
 
 # The one front end built on the client: the CLI's commands that talk to a joust over HTTP.
-CLIENT_FRONT_ENDS = {"service/remote_cli.py"}
+CLIENT_FRONT_ENDS = {"service/remote_cli.py", "service/remote_judges.py"}
 
 
 @pytest.mark.parametrize("package", ["leaderboard", "workers", "service"])

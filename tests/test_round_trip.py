@@ -177,7 +177,7 @@ def test_a_csv_export_carries_the_calls_as_json_and_spelled_out(store: Store, tm
     exporters.write_judgements(exporters.judgement_rows(store, judge=X), "csv", buffer)
     rows = list(csv.DictReader(io.StringIO(buffer.getvalue())))
     header = buffer.getvalue().splitlines()[0].split(",")
-    assert header[-4:] == ["question", "output_a", "output_b", "calls"]
+    assert header[-5:] == ["question", "question_b", "output_a", "output_b", "calls"]
     first = rows[0]
     calls = json.loads(first["calls"])
     assert [c["reminded"] for c in calls] == [False, True]
@@ -187,3 +187,68 @@ def test_a_csv_export_carries_the_calls_as_json_and_spelled_out(store: Store, tm
     buffer = io.StringIO()
     exporters.write_judgements(exporters.judgement_rows(store, judge="import/arena"), "csv", buffer)
     assert {r["output_a"] for r in csv.DictReader(io.StringIO(buffer.getvalue()))} == {""}
+
+
+PLACEHOLDERS = "question_id,model_a,model_b,winner\nq1,m1,m2,model_a\nq1,m2,m3,tie\n"
+# Votes carrying the question's text, on the placeholders (matched with --human) and on a new side.
+TEXTED_VOTES = ("question_id,question,model_a,model_b,winner,voter\n"
+                "q1,Tea or coffee?,m1,m2,model_b,alice\nq1,Tea or coffee?,m3,m4,model_a,bob\n"
+                "q1,Tea or coffee?,m4,m1,tie,carol\n")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_export_of_placeholders_and_texted_human_votes_reimports(
+    store_url: str, empty_url: str, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """Placeholders hold the question id as their text, a side the votes added holds the votes'
+    text: one question, two texts. The export says each side's, so an empty store takes it
+    (issue 24) and gives back every board, every judge-health figure and every text."""
+    source = Store(store_url)
+    for name, text, human in (("arena.csv", PLACEHOLDERS, False), ("votes.csv", TEXTED_VOTES, True)):
+        (tmp_path / name).write_text(text)
+        load_battles(source, tmp_path / name, human=human)
+    texts = {(s["question_id"], s["model"], s["scenario"]): s["question"] for s in source.list_submissions()}
+    assert set(texts.values()) == {"q1", "Tea or coffee?"}
+    out = tmp_path / f"export.{fmt}"
+    monkeypatch.setenv("DATABASE_URL", store_url)
+    assert main(["export", "judgements", "--format", fmt, "-o", str(out)]) == 0
+    monkeypatch.setenv("DATABASE_URL", empty_url)
+    assert main(["import", "battles", str(out)]) == 0, capsys.readouterr().err
+    assert "judgements 5 new, 0 existing" in capsys.readouterr().out
+
+    restored = Store(empty_url)
+    assert restored.judge_health() == source.judge_health()
+    assert boards(restored) == boards(source)
+    assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
+    assert {(s["question_id"], s["model"], s["scenario"]): s["question"]
+            for s in restored.list_submissions()} == texts
+    restored.close()
+    source.close()
+
+
+def test_a_panel_verdict_a_member_was_inconsistent_on_reimports(
+    store_url: str, empty_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+) -> None:
+    """A panel's majority names a winner while one member's two orders disagreed: stored with a
+    winner and `consistent` false (as workers.panel stores it), its export re-imports as it was."""
+    source = Store(store_url)
+    source.add_submissions([NewSubmission("q1", QUESTIONS["q1"], m, "plain", OUTPUTS["q1", m, "plain"])
+                            for m in ("m1", "m2")])
+    a, b = (s["id"] for s in source.list_submissions(limit=10))
+    tid = source.create_tournament("panel", RunSpec(judge="panel/trio"), [Pair(a, b)])
+    calls = [{"first": None, "winner": "A", "reason": "majority of x: A, y: A, z: TIE", "members": []}]
+    jid, _ = source.save_judgement(NewJudgement("f" * 64, "panel/trio", "overall", "panel-v1", a, b,
+                                                content_hash(OUTPUTS["q1", "m1", "plain"]), A, False, calls))
+    assert source.resolve_match(source.pending_matches(tid)[0], jid, A, False)
+    out = tmp_path / "export.jsonl"
+    monkeypatch.setenv("DATABASE_URL", store_url)
+    assert main(["export", "judgements", "--format", "jsonl", "-o", str(out)]) == 0
+    monkeypatch.setenv("DATABASE_URL", empty_url)
+    assert main(["import", "battles", str(out)]) == 0, capsys.readouterr().err
+    restored = Store(empty_url)
+    assert restored.judge_health() == source.judge_health()
+    assert boards(restored) == boards(source)
+    assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
+    restored.close()
+    source.close()

@@ -216,7 +216,7 @@ def test_a_version_6_database_is_upgraded(tmp_path: Path) -> None:
     unreadable ones keep their keys; every run's mode is a column."""
     path = tmp_path / "v6.db"
     store = upgraded(path, V6)
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
     check_version_6_upgrade(store)
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
@@ -300,12 +300,36 @@ def test_a_version_9_database_is_upgraded(tmp_path: Path) -> None:
     made.close()
     with sqlite3.connect(tmp_path / "v9.db") as conn:
         conn.executescript("ALTER TABLE submissions DROP COLUMN reference; ALTER TABLE submissions DROP COLUMN turns;"
-                           "UPDATE schema_version SET version = 9")
+                           "ALTER TABLE submissions DROP COLUMN turn; UPDATE schema_version SET version = 9")
     store = Store(url)
     columns = {c["name"] for c in inspect(store.engine).get_columns("submissions")}
     assert {"reference", "turns"} <= columns
     sub = store.select_submissions()[0]
     assert (sub.output, sub.reference, sub.turns, sub.judged_text) == ("out", None, None, "out")
     with store._read() as conn:
-        assert conn.execute(select(s.schema_version.c.version)).scalars().all() == [SCHEMA_VERSION] == [10]
+        assert conn.execute(select(s.schema_version.c.version)).scalars().all() == [SCHEMA_VERSION] == [11]
+    store.close()
+
+
+def test_a_version_10_database_is_upgraded(tmp_path: Path) -> None:
+    """Version 10 kept no turn with a submission: it is added, read from each stored question id's
+    `#turn<N>` (as the importers name a later turn) or the metadata's `turn` (`joust submit`'s,
+    where the API hashed the question id), else 1, so `?turn=` finds the turns already stored."""
+    url = f"sqlite:///{tmp_path / 'v10.db'}"
+    made = Store(url)
+    made.add_submissions([NewSubmission("81", "Q?", "m", "default", "one"),
+                          NewSubmission("81#turn2", "Q2?", "m", "default", "two"),
+                          NewSubmission("hashed", "Q3?", "m", "default", "three", metadata={"turn": 3}),
+                          NewSubmission("notes", "Q4?", "m", "default", "four", metadata={"turn": "2", "x": 1}),
+                          NewSubmission("q#turn", "Q5?", "m", "default", "five")])
+    made.close()
+    with sqlite3.connect(tmp_path / "v10.db") as conn:
+        assert conn.execute("SELECT question_id, turn FROM submissions ORDER BY id").fetchall() == [
+            ("81", 1), ("81#turn2", 2), ("hashed", 3), ("notes", 1), ("q#turn", 1)]  # stamped when stored
+        conn.executescript("ALTER TABLE submissions DROP COLUMN turn; UPDATE schema_version SET version = 10")
+    store = Store(url)
+    with store._read() as conn:
+        found = conn.execute(select(s.submissions.c.question_id, s.submissions.c.turn).order_by(s.submissions.c.id))
+        assert [tuple(r) for r in found] == [("81", 1), ("81#turn2", 2), ("hashed", 3), ("notes", 1), ("q#turn", 1)]
+        assert conn.execute(select(s.schema_version.c.version)).scalars().all() == [SCHEMA_VERSION] == [11]
     store.close()

@@ -16,16 +16,20 @@ output, which live tournaments never pair. With `--human`, a side without an out
 (question_id, model, scenario) is already stored takes that submission (the votes were cast on
 joust's own outputs) instead of clashing with it. A row's `key` (an export's) is its identity,
 else a hash of the judge, the file's name and the row: importing the same file again adds nothing.
+
+A judge that gave an inconsistent verdict in the file (`tie (inconsistent)`) judged each pair in
+both orders, so its rows without a stated order are filed with order `both` (`both_orders`):
+judge health then counts their consistency as stored.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from leaderboard.health import HUMAN_PREFIX
 from leaderboard.keys import content_hash
-from leaderboard.types import PLACEHOLDER_OUTPUT
+from leaderboard.types import PLACEHOLDER_OUTPUT, OrderPolicy
 from service.progress import tracked
 from service.store import NewSubmission, Store
 from service.store.imports import TEMPLATE_VERSION, ImportedJudgement, ImportSession
@@ -116,6 +120,7 @@ def load_battles(
     fallback = battle_judge(path, judge, human=human)
     judges = [row_judge(row, human=human) if row.judge and not judge else fallback for row in rows]
     _check_keys(path, rows, judges)
+    rows = both_orders(rows, judges)
     summary = ImportSummary(source=path.name, ignored_columns=parsed.ignored)
     with store.importing() as session:
         sides = _submissions(session, path, rows, human, summary)
@@ -124,6 +129,19 @@ def load_battles(
     for (name, _), result in results.items():
         summary.add_judgements(name, result)
     return timed(summary, started)
+
+
+def both_orders(rows: list[BattleRow], judges: list[str]) -> list[BattleRow]:
+    """A judge whose verdicts in the file include an inconsistent one (MT-Bench's `tie
+    (inconsistent)`) judged every pair in both orders: its rows that state no order policy and
+    show no call's position are filed with order `both`, so judge health counts its consistent
+    verdicts beside the inconsistent ones (`leaderboard.health.orders_agreed`). Only rows that
+    are not joust's (no `template_version`): an export's row says its order as it was stored."""
+    raw = [row.template_version is None for row in rows]
+    two = {name for row, name, own in zip(rows, judges, raw) if own and not row.consistent}
+    return [replace(row, order=OrderPolicy.BOTH)
+            if own and name in two and row.order is None and all(c.first is None for c in row.calls) else row
+            for row, name, own in zip(rows, judges, raw)]
 
 
 def _check_keys(path: Path, rows: list[BattleRow], judges: list[str]) -> None:
@@ -157,7 +175,7 @@ def _submissions(
                                                          "different output: the vote was cast on another text")
                 ids[i][s] = (found, False)
                 continue
-            items.append(NewSubmission(question_id=row.question_id, question=row.question, model=side.model,
+            items.append(NewSubmission(question_id=row.question_id, question=row.question_of(s), model=side.model,
                                        scenario=side.scenario, output=side.output or PLACEHOLDER,
                                        metadata={"import": path.name}))
             lines.append(row.line)

@@ -8,18 +8,23 @@ One row is one verdict on two submissions, side a and side b. Named once here, r
   left was shown first), or `model_x, model_y`; `scenario_a, scenario_b` (default "default");
   `output_a, output_b`: the texts judged (empty or absent: a placeholder submission).
 - question: `question_id`, else `prompt`, else `id` (else the row is its own question);
-  `question` (else `prompt`, else the id) is the text; `turn` N > 1 makes the question
+  `question` (else `prompt`, else the id) is the text; `question_b` side b's text when its
+  submission holds another (an export writes it where the two differ: a placeholder's text is
+  its question id, a vote's side may carry the real one); `turn` N > 1 makes the question
   `<question_id>#turn<N>` (a later turn is another question; turn 1 keeps the id).
 - verdict: `winner` model_a | model_b | tie | "tie (bothbad)" | "tie (inconsistent)" (MT-Bench:
   the two orders disagreed, so `consistent` false), or left | right; `outcome` A | B | TIE
-  (must agree with `winner`); `consistent` true | false (false needs a tie).
+  (must agree with `winner`); `consistent` true | false (false needs a tie, unless the row's
+  calls do not show two orders: a panel's verdict is inconsistent when a member's were).
 - calls: `calls` (a JSON list, in CSV a JSON text) as joust stores them, each call's `first`
   naming the side shown first by its export id (`a_id` or `b_id`) or as "a" | "b"; CSV also
   has `call<i>_first, call<i>_winner, call<i>_reason` for people, which must agree with `calls`
   and stand for it when it is absent. Without calls a row is one call: `first` (a | b |
   model_a | model_b) says which side was shown first, `reason` is its reason, and the row's
   other plain values are kept with it (`fields`); an inconsistent tie without calls has none
-  (the file does not say what each order said, and no call of it said tie).
+  (the file does not say what each order said). A row its own calls contradict is refused
+  (`verdicts._check_calls`): consistent, every call said the winner; inconsistent, the calls
+  that show their order do not all agree.
 - who and how: `judge` or `voter` (the row's judge, unless --judge names one: see
   `service.importers.battles`); `criteria`, `template_version` (a row with one is a joust
   judgement: its judge's name is kept as written), `order_policy` (both | single), `key`
@@ -48,7 +53,7 @@ EXPORTED = [
     "model_b", "scenario_b", "winner", "outcome", "consistent", "judge", "criteria", "template_version",
     "order_policy", "input_tokens", "output_tokens", "cost_usd", "created_at",
 ]
-TEXTS = ["question", "output_a", "output_b"]
+TEXTS = ["question", "question_b", "output_a", "output_b"]
 DERIVED = frozenset({"judgement_id", "match_id", "tournament_id", "seq", "time", "label_a", "label_b", "order",
                      "len_a", "len_b"})
 KNOWN = frozenset(EXPORTED) | frozenset(TEXTS) | DERIVED | {

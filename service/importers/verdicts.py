@@ -70,6 +70,11 @@ class BattleRow:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
+    question_b: str | None = None  # side b's question text, when its submission holds another
+
+    def question_of(self, side: int) -> str:
+        """The question text side 0 (a) or 1 (b) is filed with."""
+        return self.question_b if side == 1 and self.question_b is not None else self.question
 
 
 def sides_of(path: Path, record: Record) -> tuple[str, str, bool]:
@@ -93,6 +98,8 @@ def read_row(path: Path, record: Record) -> BattleRow:
     raw = text_field(path, record, "winner") or ""
     outcome, consistent = _verdict(path, record, raw)
     question_id = _question_id(path, record)
+    calls = _calls(path, record, positional, outcome, consistent, raw, (first_col, second_col))
+    _check_calls(path, record, raw, outcome, consistent, calls)
     return BattleRow(
         line=record.line,
         question_id=question_id,
@@ -101,7 +108,7 @@ def read_row(path: Path, record: Record) -> BattleRow:
         b=b,
         outcome=outcome,
         consistent=consistent,
-        calls=_calls(path, record, positional, outcome, consistent, raw, (first_col, second_col)),
+        calls=calls,
         raw_winner=raw,
         judge=_judge(path, record),
         criteria=_name(path, record, "criteria", SHORT_MAX) or "overall",
@@ -113,6 +120,7 @@ def read_row(path: Path, record: Record) -> BattleRow:
         output_tokens=int(_number(path, record, "output_tokens", integer=True) or 0),
         # An empty cost is a judge without a price (None, as stored); no cost column, none spent.
         cost_usd=_number(path, record, "cost_usd") if "cost_usd" in record.fields else 0.0,
+        question_b=_text(path, record, "question_b"),
     )
 
 
@@ -196,11 +204,7 @@ def _verdict(path: Path, record: Record, raw: str) -> tuple[Winner, bool]:
     consistent = _flag(path, record, "consistent")
     if name == INCONSISTENT_TIE and consistent:
         raise _fail(path, record, f"winner {raw!r} says the orders disagreed, but consistent is true")
-    consistent = name != INCONSISTENT_TIE if consistent is None else consistent
-    if not consistent and outcome is not Winner.TIE:
-        raise _fail(path, record, f"consistent is false (the orders disagreed): the winner must be a tie, "
-                                  f"not {raw!r}")
-    return outcome, consistent
+    return outcome, name != INCONSISTENT_TIE if consistent is None else consistent
 
 
 def _question_id(path: Path, record: Record) -> str:
@@ -267,6 +271,53 @@ def _calls(path: Path, record: Record, positional: bool, outcome: Winner, consis
         return _one_call(path, record, positional, outcome, consistent, raw, side_columns)
     ids = (_number(path, record, "a_id", integer=True), _number(path, record, "b_id", integer=True))
     return tuple(_file_call(path, record, i, call, ids) for i, call in enumerate(calls, start=1))
+
+
+def _check_calls(path: Path, record: Record, raw: str, outcome: Winner, consistent: bool,
+                 calls: tuple[FileCall, ...]) -> None:
+    """Refuse a row whose own calls contradict its verdict: the board counts the verdict and judge
+    health the calls, so the two would tell different stories. Consistent: every call said the
+    outcome (a call whose first side is unknown only says whether it was a tie). Inconsistent:
+    a tie, unless its calls do not show two orders (a panel's verdict is inconsistent when a
+    member's orders disagreed, whatever the majority said); the calls that show their order must
+    not all agree."""
+    placed: list[tuple[int, FileCall, Winner]] = []
+    for i, call in enumerate(calls, start=1):
+        winner = call.fields.get("winner")
+        if winner not in ("A", "B", "TIE"):
+            continue  # a call without a verdict (a score, a source) says nothing of the outcome
+        said = _relative(call, Winner(winner))
+        if said is not None:
+            placed.append((i, call, said))
+            agrees = said is outcome
+        else:  # a winner named, the side shown first unknown: it was not a tie
+            agrees = outcome is not Winner.TIE
+        if consistent and not agrees:
+            told = _told(call, said) if said is not None else "a winner, not a tie"
+            raise _fail(path, record, f"winner {raw!r} contradicts call {i}, which said {told}: the board would "
+                                      "count the winner and judge health the call; make them agree")
+    if consistent:
+        return
+    if len(placed) >= 2 and len({said for _, _, said in placed}) == 1:
+        i, call, said = placed[0]
+        raise _fail(path, record, f"consistent is false (the orders disagreed), but its calls agree (call {i} "
+                                  f"said {_told(call, said)}, as the others did): make them agree")
+    if outcome is not Winner.TIE and (not calls or len(placed) >= 2):
+        raise _fail(path, record, f"consistent is false (the orders disagreed): the winner must be a tie, "
+                                  f"not {raw!r}")
+
+
+def _relative(call: FileCall, winner: Winner) -> Winner | None:
+    """A call's verdict relative to side a; None when it names a winner but not who was first."""
+    if call.first == "a" or winner is Winner.TIE:
+        return winner
+    return winner.flipped() if call.first == "b" else None
+
+
+def _told(call: FileCall, said: Winner) -> str:
+    """What a call said, for an error: its positional answer and what it means for the sides."""
+    shown = f"{call.first} shown first, {call.fields['winner']!r}: " if call.first else ""
+    return shown + {Winner.A: "model_a won", Winner.B: "model_b won", Winner.TIE: "a tie"}[said]
 
 
 def _call_list(path: Path, record: Record) -> list[dict]:

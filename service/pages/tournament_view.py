@@ -2,14 +2,15 @@
 
 Why a module of its own: the store keeps a stop as one word ("budget", "failing"...) and
 counts matches, not calls; a reader wants the sentence behind the word, with the run's own
-figures in it (its budget, its streak of failures, its targets), and a pace in calls a minute.
+figures in it (its budget, its streak of failures, its targets), and a pace in calls a minute
+(a batch run's verdicts land when the provider ends a batch: it shows what it waits on instead).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaderboard.types import Mode, OrderPolicy
-from service.api_views import TournamentSummary
+from leaderboard.types import Delivery, Mode, OrderPolicy
+from service.api_views import TournamentOut, TournamentSummary
 from service.pages.board_view import RowView
 from service.pages.render import plural
 from service.store import RunList
@@ -79,10 +80,25 @@ class Pace:
 
 def calls_per_minute(t: TournamentSummary, pace: Pace) -> float | None:
     """Judge calls a minute, estimated as the client's progress bar does: each match judged took
-    two calls with order both, one with single (a match a stored judgement answered counts too)."""
-    if t.order is None:
+    two calls with order both, one with single (a match a stored judgement answered counts too).
+    None for a batch run, whose verdicts arrive a batch at a time (`batch_wait` says what it
+    waits on), and for an import."""
+    if t.order is None or t.delivery is Delivery.BATCH:
         return None
     return pace.per_minute * (2 if t.order is OrderPolicy.BOTH else 1)
+
+
+def batch_wait(t: TournamentOut) -> str:
+    """What a batch run waits on, in the words of the client's bar (`joust.progress.BatchWait`):
+    "1 batch pending (12 requests at the provider), 3 requests to send", or "no batch yet"."""
+    if not t.batches and not t.requests.pending:
+        return "no batch yet"
+    text = plural(t.batches_pending, "batch", "batches") + " pending"
+    if t.requests.submitted:
+        text += f" ({plural(t.requests.submitted, 'request')} at the provider)"
+    if t.requests.pending:
+        text += f", {plural(t.requests.pending, 'request')} to send"
+    return text
 
 
 def share(part: float, whole: float | None) -> float | None:

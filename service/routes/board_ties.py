@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Query
 from pydantic import BaseModel
 
+from leaderboard.board_slice import WHOLE, BoardSlice
 from leaderboard.tie_board import TieParameter
 from service.api_models import Vocabulary
 from service.boards import Board, BoardCache
@@ -57,13 +58,14 @@ def tie_out(parameter: TieParameter) -> TieParameterOut:
 
 def davidson_board(
     boards: BoardCache, plain: Board, *, judge: str | None, tournament: int | None, dimension: str | None,
+    part: BoardSlice = WHOLE,
 ) -> tuple[Board, list[TieParameterOut]]:
     """The Davidson refit of `plain` (one judge's board) and each component's tie parameter; an
     empty board (no judge with verdicts) stays as it is. 422 when the fit cannot count the
     battles (weighted ones)."""
     if judge is None:
         return plain, []
-    tied = boards.tied(plain, judge=judge, tournament_id=tournament, dimension=dimension)
+    tied = boards.tied(plain, judge=judge, tournament_id=tournament, dimension=dimension, part=part)
     if tied.unavailable is not None:
         raise ApiError(422, f"ties=davidson: {tied.unavailable}")
     return tied.board, [tie_out(p) for p in tied.tie_parameters]

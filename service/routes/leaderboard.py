@@ -23,6 +23,7 @@ from leaderboard.board import build_board
 from leaderboard.dimensions import DIMENSIONS
 from leaderboard.effects import fit_effects
 from leaderboard.players import SideRow, battles_at_level
+from leaderboard.resampled import Missing
 from leaderboard.standings import standings
 from leaderboard.types import Level, Rating
 from service.api_models import By, Dimension, LeaderboardOut, LeaderboardRow, Vocabulary
@@ -37,6 +38,8 @@ from service.flag_cache import API_WAIT_S, BoardFlags, FlagCache
 from service.rounds import anchored_board
 from service.store import Store
 
+from .board_effects import EffectsOut, effects_fields
+from .board_slice import TurnParam, Votes, VotesParam, board_slice
 from .board_ties import TieModel, TieParameterOut, TiesParam, davidson_board
 from .common import ID_MAX, ApiError, FilterText, TournamentFilter, error_responses
 from .judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
@@ -113,10 +116,15 @@ class RankedRow(LeaderboardRow):
     """A board row: its component (1 = the largest) and, within it, its rank and the range of
     ranks its 95% interval allows. `bounded` false: the component's verdicts do not bound its
     ratings (someone won every game against the rest of a part of it), so it has no intervals
-    (null) and its rank range comes from who beat whom; its ratings only order it."""
+    (null) and its rank range comes from who beat whom; its ratings only order it. `ci_missing`
+    says why a row has no interval (null when it has one): `unbounded` (the verdicts, or with
+    `intervals=bootstrap` too many resamples of them, do not bound the rating) or `no_spread`
+    (every bootstrap resample gives the same rating: the questions never disagree, so resampling
+    them cannot measure the spread; the closed-form interval can)."""
 
     component: int
     bounded: bool = True
+    ci_missing: Missing | None = None
     plain_rating: float | None = None
     plain_ci_low: float | None = None
     plain_ci_high: float | None = None
@@ -141,17 +149,23 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     Intervals: `closed` (the default) are normal 95% intervals from the fit's curvature (Fisher);
     `bootstrap` are 95% percentile intervals over `bootstrap_rounds` resamples of the questions
     (seed `bootstrap_seed`, so the same judgements give the same intervals), computed within each
-    component and cached per revision.
+    component and cached per revision; never of zero width: a row the resamples cannot bound or
+    do not vary has none, and its `ci_missing` says which.
 
     Ties: `half` (the default) counts a tie as half a win each way; `davidson` rates by
     Davidson's tie model, fitted per component on the same judgements (the plain rating kept in
     `plain_*`), and reports its tie parameter: `tie_parameter` is component 1's (null with
     `half`), `tie_parameters` every component's.
+
+    `turn`: the turn of multi-turn questions the board counts (null: every turn); `votes`:
+    `each` verdict a battle, or each pair's `majority` one battle (see `?votes=`).
     """
 
     rows: list[RankedRow]  # type: ignore[assignment]
     revision: int
     dimension: str | None = None
+    turn: int | None = None
+    votes: Votes = Votes.EACH
     components: int
     intervals: Intervals
     bootstrap_rounds: int | None = None
@@ -164,34 +178,6 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     tie_parameter: TieParameterOut | None = None  # component 1's
     tie_parameters: list[TieParameterOut] | None = None  # every component's
     flags_current: bool = True  # false: the rows' gaming flags predate the newest submissions (being redone)
-
-
-class EffectRow(BaseModel):
-    """An effect in Elo points with its 95% interval; None when it could not be estimated."""
-
-    effect: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-class ModelEffect(EffectRow):
-    model: str
-
-
-class ScenarioEffect(EffectRow):
-    scenario: str
-
-
-@with_judge_rule
-class EffectsOut(JudgedOut):
-    """How much each model and each scenario adds to a system's strength, largest first, by
-    one judge's verdicts."""
-
-    tournament: int | None
-    models: list[ModelEffect]
-    scenarios: list[ScenarioEffect]
-    battles: int
-    revision: int
 
 
 def optional_int(value: Any) -> int | None:
@@ -212,8 +198,10 @@ def row_out(row: Rating, position: int, flags: BoardFlags | None = None) -> Rank
         losses=int(row.losses),
         ties=int(row.ties),
         matches=int(row.matches),
+        win_rate=_optional_finite(row.extra.get("win_rate")),  # `leaderboard.standings.Record.win_rate`
         component=int(row.extra.get("component", 1)),
         bounded=bool(row.extra.get("bounded", True)),
+        ci_missing=Missing.UNBOUNDED if not row.extra.get("bounded", True) else row.extra.get("ci_missing"),
         rank=int(row.extra.get("rank", position)),
         rank_low=optional_int(row.extra.get("rank_low")),
         rank_high=optional_int(row.extra.get("rank_high")),
@@ -226,20 +214,6 @@ def row_out(row: Rating, position: int, flags: BoardFlags | None = None) -> Rank
 
 def _optional_finite(value: Any) -> float | None:
     return None if value is None else finite(value)
-
-
-EffectLine = tuple[str, float | None, float | None, float | None]
-
-
-def effect_rows(effects: dict[str, tuple[float, float, float]]) -> list[EffectLine]:
-    """(name, effect, low, high), largest effect first, JSON-safe."""
-    ordered = sorted(effects.items(), key=lambda item: (-_sortable(item[1][0]), item[0]))
-    return [(name, finite(e), finite(low), finite(high)) for name, (e, low, high) in ordered]
-
-
-def _sortable(value: float) -> float:
-    number = finite(value)
-    return -math.inf if number is None else number
 
 
 JudgeFilter = Annotated[FilterText | None, Query(
@@ -270,32 +244,38 @@ def get_leaderboard(
     intervals: IntervalsParam = Intervals.CLOSED,
     control: ControlParam = Control.NONE,
     ties: TiesParam = TieModel.HALF,
+    turn: TurnParam = None,
+    votes: VotesParam = Votes.EACH,
 ) -> RankedBoardOut:
     """One judge's board (named, or chosen as the response's `judge_chosen_by` says, the other
     judges linked): players by component of the comparison graph, best first within one, by
     Bradley-Terry rating (Elo scale, 1000 = the component's mean player), with 95% intervals, rank
-    ranges, online Elo and win/loss/tie counts. Current on every request: it includes every
+    ranges, win/loss/tie counts and win rate, and the online Elo (order-dependent: for comparison). Current on every request: it includes every
     judgement resolved before the request arrived. With `dimension`, ranked by that dimension of
     the judgements made with criteria `dimensions` (each dimension's orders combined by the
     consistency rule on their own). With `ties=davidson`, rated by Davidson's tie model, per
-    component, with its tie parameter. 404 for an unknown tournament or a judge without verdicts
-    here (the message lists those with verdicts)."""
-    level, name = by.level, (dimension.value if dimension is not None else None)
+    component, with its tie parameter. With `turn`, only the judgements on that turn of multi-turn
+    questions; with `votes=majority`, each pair of submissions once, by its verdicts' majority.
+    404 for an unknown tournament or a judge without verdicts here (the message lists those with
+    verdicts)."""
+    level, name, part = by.level, (dimension.value if dimension is not None else None), board_slice(turn, votes)
     with judge_not_found():
-        choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name)
-    opinions = boards.second_opinions(level, choice, board.revision, tournament_id=tournament, dimension=name)
-    flags = flag_cache.of(board, (tournament, choice.judge, name), opinions=opinions, soon=True, wait_s=API_WAIT_S,
-                          stale_ok=False)
+        choice, board = boards.judged(level, tournament_id=tournament, judge=judge, dimension=name, part=part)
+    opinions = boards.second_opinions(level, choice, board.revision, tournament_id=tournament, dimension=name,
+                                      part=part)
+    flags = flag_cache.of(board, (tournament, choice.judge, name, part), opinions=opinions, soon=True,
+                          wait_s=API_WAIT_S, stale_ok=False)
     spec = boards.store.tournament_spec(tournament) if tournament is not None else None
-    anchored = spec is not None and spec.anchored and name is None and level is spec.level
+    anchored = spec is not None and spec.anchored and name is None and level is spec.level and part.whole
     rounds = seed = None
     coefficients = None
     note = ties_note = None
     tie_parameters: list[TieParameterOut] | None = None
-    if control is Control.STYLE and (name is not None or anchored or intervals is Intervals.BOOTSTRAP):
+    if control is Control.STYLE and (name is not None or anchored or intervals is Intervals.BOOTSTRAP
+                                     or part.majority):
         # a valid request: answered, and the response says it is the plain board, and why
-        control, note = Control.NONE, ("style control is not computed with dimension=, intervals=bootstrap or "
-                                       "an anchored tournament: this is the plain board")
+        control, note = Control.NONE, ("style control is not computed with dimension=, intervals=bootstrap, "
+                                       "votes=majority or an anchored tournament: this is the plain board")
     if ties is TieModel.DAVIDSON and (anchored or intervals is Intervals.BOOTSTRAP):
         ties, ties_note = TieModel.HALF, ("ties=davidson is not computed with intervals=bootstrap or an anchored "
                                           "tournament: ties count half a win each way on this board")
@@ -304,10 +284,10 @@ def get_leaderboard(
                                        "board without style control")
     if ties is TieModel.DAVIDSON:
         board, tie_parameters = davidson_board(boards, board, judge=choice.judge, tournament=tournament,
-                                               dimension=name)
+                                               dimension=name, part=part)
     elif control is Control.STYLE:
         if choice.judge is not None:
-            styled = boards.styled(level, board, judge=choice.judge, tournament_id=tournament)
+            styled = boards.styled(level, board, judge=choice.judge, tournament_id=tournament, turn=turn)
             if styled.unavailable is not None:
                 raise ApiError(422, f"control=style: {styled.unavailable}")
             board = styled.board
@@ -319,7 +299,8 @@ def get_leaderboard(
             raise ApiError(422, "intervals=bootstrap: an anchored tournament's board holds its anchors at fixed "
                                 "ratings, and its intervals are the anchored fit's; leave intervals out")
         if choice.judge is not None:
-            boot = boards.bootstrapped(level, judge=choice.judge, tournament_id=tournament, dimension=name)
+            boot = boards.bootstrapped(level, judge=choice.judge, tournament_id=tournament, dimension=name,
+                                       part=part)
             board, rounds, seed = boot.board, boot.rounds, boot.seed
     elif anchored and spec is not None:
         # an anchored tournament: its anchors held at the ratings they had when it was created
@@ -328,12 +309,15 @@ def get_leaderboard(
     return RankedBoardOut(
         by=board.level.value,
         tournament=tournament,
-        **judge_fields(choice, "/api/leaderboard", by=level.value, tournament=tournament, dimension=name),
+        **judge_fields(choice, "/api/leaderboard", by=level.value, tournament=tournament, dimension=name, turn=turn,
+                       votes=_linked(votes)),
         rows=[row_out(r, i, flags) for i, r in enumerate(board.rows, start=1)],
         flags_current=flags.current,
         judgements=board.judgements,
         revision=board.revision,
         dimension=name,
+        turn=turn,
+        votes=votes,
         components=len({r.extra.get("component", 1) for r in board.rows}),
         intervals=intervals,
         bootstrap_rounds=rounds,
@@ -348,6 +332,11 @@ def get_leaderboard(
     )
 
 
+def _linked(votes: Votes) -> str | None:
+    """`votes=` in the links to the other judges' boards: only when it is not the default."""
+    return None if votes is Votes.EACH else votes.value
+
+
 @router.get("/effects", response_model=EffectsOut)
 def get_effects(
     boards: Annotated[BoardCache, Depends(get_boards)],
@@ -356,7 +345,8 @@ def get_effects(
 ) -> EffectsOut:
     """Model and scenario effects fitted together (a system's strength is its model's plus its
     scenario's), in Elo points with 95% intervals: what a scenario is worth across models, by one
-    judge's verdicts (named, or chosen as for the board)."""
+    judge's verdicts (named, or chosen as for the board), per connected group of systems as the
+    board fits its groups, and null where the verdicts do not bound an effect."""
     with judge_not_found():
         choice = boards.choose(tournament_id=tournament, judge=judge)
     if choice.judge is None:  # nothing judged here: nothing to fit
@@ -367,11 +357,7 @@ def get_effects(
     return EffectsOut(
         tournament=tournament,
         **judge_fields(choice, "/api/leaderboard/effects", tournament=tournament),
-        models=[ModelEffect(model=n, effect=e, ci_low=lo, ci_high=hi)
-                for n, e, lo, hi in effect_rows(effects.models)],
-        scenarios=[ScenarioEffect(scenario=n, effect=e, ci_low=lo, ci_high=hi)
-                   for n, e, lo, hi in effect_rows(effects.scenarios)],
-        battles=int(effects.battles),
+        **effects_fields(effects),
         revision=fitted.revision,
     )
 
@@ -382,10 +368,12 @@ class MatrixOut(JudgedOut):
     component, best first within one) index both matrices and `components`. `win_rate[i][j]`:
     (wins + ½ ties) of players[i] against players[j] over their verdicts, null where they never
     met (the diagonal included), so that `win_rate[i][j] + win_rate[j][i] == 1`; `battles[i][j]`:
-    how many verdicts they share (symmetric)."""
+    how many verdicts they share (symmetric). `turn` and `votes`: which verdicts, as on the board."""
 
     by: str
     tournament: int | None
+    turn: int | None = None
+    votes: Votes = Votes.EACH
     players: list[str]
     components: list[int]
     win_rate: list[list[float | None]]
@@ -400,12 +388,14 @@ def get_matrix(
     by: ByLevel = By.MODEL,
     tournament: TournamentFilter = None,
     judge: JudgeFilter = None,
+    turn: TurnParam = None,
+    votes: VotesParam = Votes.EACH,
 ) -> MatrixOut:
     """The win-rate and battle-count matrices behind one judge's board (the same judge, players
     and revision as `GET /api/leaderboard` with the same parameters)."""
     level = by.level
     with judge_not_found():
-        choice, board = boards.judged(level, tournament_id=tournament, judge=judge)
+        choice, board = boards.judged(level, tournament_id=tournament, judge=judge, part=board_slice(turn, votes))
     table = standings(board.counts if board.counts is not None else PairCounts.empty())
     index = {player: i for i, player in enumerate(table.players)}
     order = np.array([index[r.player] for r in board.rows], dtype=np.intp)
@@ -413,7 +403,10 @@ def get_matrix(
     return MatrixOut(
         by=level.value,
         tournament=tournament,
-        **judge_fields(choice, "/api/leaderboard/matrix", by=level.value, tournament=tournament),
+        **judge_fields(choice, "/api/leaderboard/matrix", by=level.value, tournament=tournament, turn=turn,
+                       votes=_linked(votes)),
+        turn=turn,
+        votes=votes,
         players=[r.player for r in board.rows],
         components=[int(r.extra.get("component", 1)) for r in board.rows],
         win_rate=[[finite(x) for x in row] for row in table.win_rate_matrix[cells].tolist()],

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from leaderboard.dimensions import DIMENSIONS
-from leaderboard.effects import fit_effects
+from leaderboard.effects import Effects, fit_effects
 from leaderboard.judges import ChosenBy, JudgeChoice, UnknownJudge
 from leaderboard.types import Level
 from service.api_models import By
@@ -33,7 +33,8 @@ from service.pages.render import Mark, mark_of, not_modified, render
 from service.store import NotFound, Store, TournamentName
 
 from .common import get_store
-from .leaderboard import effect_rows, get_boards
+from .board_effects import effect_rows
+from .leaderboard import get_boards
 
 router = APIRouter(tags=["page"])
 
@@ -133,8 +134,7 @@ def page(
                         for o in choice.others],
         "level": level, "level_title": LEVEL_TITLES[level], "board": board, "view": prepared.view,
         "prepared": prepared,
-        "effects": effects, "models": effect_rows(effects.effects.models) if effects else [],
-        "scenarios": effect_rows(effects.effects.scenarios) if effects else [],
+        "effects": effects, "effect_groups": effect_groups(effects.effects) if effects else [],
         "scores": scores_of(store),
         "api": "/api/leaderboard?" + urlencode({k: v for k, v in {
             "judge": choice.judge, "by": level.value, "tournament": tournament, "dimension": dimension}.items()
@@ -154,6 +154,15 @@ def effects_of(cache: BoardCache, choice: JudgeChoice, tournament: int | None, b
     if tournament is not None:
         return cache.effects(tournament_id=tournament, judge=choice.judge)
     return cache.effects_soon(judge=choice.judge, stale_ok=True)
+
+
+def effect_groups(effects: Effects) -> list[dict]:
+    """Each group of systems' effects for the page: its number, size and judgements, and its
+    models' and scenarios' (name, effect, low, high, bounded) rows, best first."""
+    return [{"component": g.component, "systems": g.systems, "battles": g.battles,
+             "models": [(*line, e.bounded) for line, e in zip(effect_rows(g.models), g.models.values())],
+             "scenarios": [(*line, e.bounded) for line, e in zip(effect_rows(g.scenarios), g.scenarios.values())]}
+            for g in effects.groups]
 
 
 def scores_of(store: Store) -> list[dict]:

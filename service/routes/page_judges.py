@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from leaderboard.health import HUMAN_PREFIX
+from leaderboard.reference_humans import NotHuman, NoVotes, chosen, names_of
 from service.judge_health_cache import JudgeHealthCache
 from service.pages.render import mark_of, not_modified, render
 from service.store import Store
@@ -41,14 +42,15 @@ FIGURES = (
 
 
 def chosen_humans(values: list[str], known: tuple[str, ...]) -> frozenset[str] | None | str:
-    """The reference humans the form chose (None: every voter), or what is wrong with the choice."""
-    names = frozenset(v.strip() for value in values for v in value.split(",") if v.strip())
-    if not names:
+    """The reference humans the form chose (None: every voter), or what is wrong with the choice:
+    names or patterns (`human/expert_*`), as GET /api/judges takes them (`leaderboard.reference_humans`)."""
+    parts = [part for value in values for part in value.split(",") if part.strip()]
+    if not parts:
         return None
-    unknown = sorted(names - set(known))
-    if unknown:
-        return f"no votes by {', '.join(n[:80] for n in unknown[:10])}: the voters are {', '.join(known) or 'none yet'}"
-    return names
+    try:
+        return chosen(names_of(parts), known)
+    except (NotHuman, NoVotes) as exc:
+        return str(exc)
 
 
 @router.get("/judges", response_class=HTMLResponse, include_in_schema=False)

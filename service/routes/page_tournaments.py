@@ -19,7 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from leaderboard.types import Level
+from leaderboard.types import Delivery, Level
 from service.api_views import TournamentOut, TournamentSummary
 from service.boards import BoardCache
 from service.pages.board_view import board_view
@@ -33,6 +33,7 @@ from service.pages.tournament_view import (
     ListRow,
     Pace,
     SmallBoard,
+    batch_wait,
     calls_per_minute,
     runs_noun,
     share,
@@ -127,6 +128,7 @@ def tournament_page(
         "noun": runs_noun(t),
         "pace": pace,
         "calls_per_minute": calls_per_minute(t, pace) if pace else None,
+        "batch_wait": batch_wait(t) if t.delivery is Delivery.BATCH else None,
         "spent_share": share(t.spent_usd, t.budget),
         "board": board,
         "board_href": board_link(tournament=tid),

@@ -4,19 +4,24 @@ would take (`?dry_run=true`); follow it, cancel it, and read its judgements.
 A sampled tournament without a seed gets one drawn here and stored in its spec, so every run,
 nightly re-runs included, can be planned again identically. A `budget` needs a judge with a
 price (`leaderboard.pricing`, `JOUST_PRICES`): without one its spend could not be counted. A
-judge needs its credentials configured here (`check_credentials`): without them every match
-would fail at the provider after its retries; an `offline/` judge must be one the workers have
-(`service.config.OFFLINE_JUDGES`). A dry run is checked like a real run.
+judge needs its credentials here or on a live worker (`check_credentials`, `service.credentials`:
+in docker compose only the workers hold the provider's key): without them every match would
+fail; an `offline/` judge must be one the workers have (`service.config.OFFLINE_JUDGES`). A dry
+run is checked like a real run.
 """
 from __future__ import annotations
 
+import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict
+from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import TypeAdapter
+from redis.exceptions import RedisError
 
 from leaderboard.panel import panel_of
 from leaderboard.pricing import price_of
@@ -31,6 +36,7 @@ from service.api_models import (
     TournamentRetried,
 )
 from service.api_views import (
+    TournamentCancelled,
     TournamentJudgement,
     TournamentJudgementsOut,
     TournamentOut,
@@ -39,7 +45,10 @@ from service.api_views import (
 )
 from service.auth import require_run
 from service.config import OFFLINE_JUDGES, Settings
+from leaderboard.reach import Reach
+from service.credentials import unreachable
 from service.cron import next_due
+from service.liveness import worker_reaches
 from service.queue import JobQueue
 from service.store import RetryRefused, Store
 
@@ -56,16 +65,18 @@ from .common import (
 )
 from .pagination import Window, window
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/tournaments", tags=["tournaments"], responses=error_responses(422))
 
 _REQUEST = TypeAdapter(TournamentIn)
 TournamentId = Annotated[int, id_path("tournament")]
 
 
-def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
+def build_spec(request: TournamentIn, settings: Settings,
+               workers: Callable[[], list[Reach] | None] = list) -> RunSpec:
     """The stored spec: everything needed to plan and judge the tournament again; 422 when its
-    judge is unknown or has no credentials here (`check_judge`, `check_credentials`, so that
-    every front end refuses it)."""
+    judge is unknown or has no credentials here nor on any of the live `workers` (`check_judge`,
+    `check_credentials`, so that every front end refuses it)."""
     seed = request.seed
     if request.mode == Mode.SAMPLED.value and seed is None:
         seed = secrets.randbelow(2**31)
@@ -94,7 +105,7 @@ def build_spec(request: TournamentIn, settings: Settings) -> RunSpec:
     )
     for one in members_of(spec):
         check_judge(one)
-        check_credentials(one, settings)
+        check_credentials(one, settings, workers)
     return spec
 
 
@@ -123,24 +134,28 @@ def check_judge(spec: RunSpec) -> None:
         raise _refuse("judge", f"unknown offline judge {spec.judge!r} (known: {', '.join(OFFLINE_JUDGES)})")
 
 
-def check_credentials(spec: RunSpec, settings: Settings) -> None:
-    """422 naming the variable to set when the judge cannot be reached from here: an
-    `anthropic/` judge needs ANTHROPIC_API_KEY (also with a custom ANTHROPIC_BASE_URL, whose
-    server the SDK sends it to); an `openai/` judge needs a server (OPENAI_BASE_URL or its own
-    base_url in JOUST_JUDGE_ENDPOINTS; a key is optional there) or, for OpenAI itself, a key
-    (OPENAI_API_KEY or its own); an `offline/` judge needs nothing."""
-    judge = spec.judge
-    provider = judge.partition("/")[0]
-    if provider == "anthropic" and not settings.anthropic_api_key:
-        where = " (the key the server at ANTHROPIC_BASE_URL expects)" if settings.anthropic_base_url else ""
-        raise _refuse("judge", f"the judge {judge!r} needs an Anthropic API key: set ANTHROPIC_API_KEY{where}")
-    if provider == "openai":
-        endpoint = settings.endpoint(judge)
-        if not endpoint.base_url and not endpoint.api_key:
-            raise _refuse("judge", (
-                f"the judge {judge!r} has no server: set OPENAI_BASE_URL (an OpenAI-compatible server such as "
-                f"vLLM or Ollama) or give {judge!r} a base_url in JOUST_JUDGE_ENDPOINTS; for OpenAI itself, "
-                "set OPENAI_API_KEY"))
+def check_credentials(spec: RunSpec, settings: Settings, workers: Callable[[], list[Reach] | None] = list) -> None:
+    """422 naming the variable to set and where when neither this server nor any live worker
+    (`workers()`, asked only when this server lacks them) holds the judge's credentials (see
+    `leaderboard.reach.Reach.missing` for what each provider needs)."""
+    if (why := unreachable(spec.judge, settings, workers)) is not None:
+        raise _refuse("judge", why)
+
+
+def live_workers(queue: JobQueue, settings: Settings) -> Callable[[], list[Reach] | None]:
+    """What the live workers on the queue can reach, read from Redis once when first asked. With
+    Redis down nothing can be asked: the judge is accepted (a tournament is stored meanwhile and
+    handed out once Redis is back), and a worker without the key fails its matches saying so."""
+
+    @cache
+    def read() -> list[Reach] | None:
+        try:
+            return worker_reaches(queue.redis, settings.queue_name)
+        except RedisError as exc:
+            log.warning("cannot ask the workers which judges they reach (Redis: %s); accepting the judge", exc)
+            return None
+
+    return read
 
 
 def delivery_of(request: TournamentIn, settings: Settings) -> str:
@@ -224,7 +239,7 @@ def create_tournament(
     """Plan the pairs, store the matches and put one job per match on the queue; with
     `dry_run=true`, answer 200 with what that would take and create nothing."""
     request = validate(_REQUEST, body)
-    spec = check_spec(build_spec(request, settings), settings, store)
+    spec = check_spec(build_spec(request, settings, live_workers(queue, settings)), settings, store)
     if dry_run:
         estimate = tournaments.dry_run(store, spec, settings.price_table())
         response.status_code = 200
@@ -256,14 +271,16 @@ def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(
 
 @router.post(
     "/{tournament_id}/cancel",
-    response_model=TournamentOut,
+    response_model=TournamentCancelled,
     responses=error_responses(401, 403, 404, 422),
     dependencies=[Depends(require_run)],
 )
-def cancel_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> TournamentOut:
-    """Cancel the matches not yet judged and stop the schedule; judgements made stay. The
-    tournament as it stands then."""
-    return TournamentOut(**store.cancel_tournament(tournament_id))
+def cancel_tournament(tournament_id: TournamentId,
+                      store: Annotated[Store, Depends(get_store)]) -> TournamentCancelled:
+    """Cancel the matches not yet judged, stop the schedule and cancel the runs under it still
+    in flight; judgements made stay. The tournament as it stands then, and `stopped`: what this
+    stopped (the schedule, the runs, the matches)."""
+    return TournamentCancelled(**store.cancel_tournament(tournament_id))
 
 
 @router.post(

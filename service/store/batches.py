@@ -29,6 +29,7 @@ CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parame
 IN_FLIGHT = (RequestStatus.PENDING.value, RequestStatus.SUBMITTED.value)
 GIVEN_UP = (RequestStatus.ERRORED.value, RequestStatus.EXPIRED.value, RequestStatus.CANCELED.value)
 OPEN = (BatchStatus.IN_PROGRESS.value, BatchStatus.CANCELING.value)
+PENDING_BATCH = (BatchStatus.CREATING.value, *OPEN)  # not ended by the provider (nor abandoned) yet
 
 
 @dataclass(frozen=True)
@@ -342,8 +343,10 @@ class Batches(Database):
 
 
 def batch_progress(conn: Connection, tournament_id: int) -> dict:
-    """{"batches": [...], "requests": {pending, submitted, done, failed}} of one run: the batches
-    that held any request its matches waited on, oldest first."""
+    """{"batches": [...], "batches_pending": n, "requests": {pending, submitted, done, failed}} of
+    one run: the batches that held any request its matches waited on, oldest first, and how many
+    of them the provider has not ended (being created, in progress or being cancelled): what a
+    batch run waits on, shown instead of a call rate (its verdicts land when a batch ends)."""
     w, m, r, b, bm = s.match_waits, s.matches, s.batch_requests, s.batches, s.batch_members
     asked = select(w.c.custom_id).join(m, m.c.id == w.c.match_id).where(m.c.tournament_id == tournament_id)
     counts = dict(conn.execute(
@@ -355,6 +358,7 @@ def batch_progress(conn: Connection, tournament_id: int) -> dict:
         "batches": [{"id": row.provider_id, "status": row.status, "model": row.model, "requests": row.request_count,
                      "request_counts": asdict(_counts(row.counts)), "created_at": row.created_at,
                      "ended_at": row.ended_at} for row in rows],
+        "batches_pending": sum(row.status in PENDING_BATCH for row in rows),
         "requests": {"pending": counts.get(RequestStatus.PENDING.value, 0),
                      "submitted": counts.get(RequestStatus.SUBMITTED.value, 0),
                      "done": counts.get(RequestStatus.SUCCEEDED.value, 0),

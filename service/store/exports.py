@@ -20,7 +20,8 @@ class Exports(Database):
         """One row per judgement and pair of submissions, in resolve order, oriented to its
         match: the rows the leaderboard counts (overall: the `counted` match; for a tournament
         and its runs or layers: its first match there), with both sides' models, scenarios and
-        outputs (`output_a`, `output_b`), the question's text, and both outputs' lengths in
+        outputs (`output_a`, `output_b`), the question's text as side a holds it (`question`; side
+        b's in `question_b` when it holds another, else None), and both outputs' lengths in
         characters (`len_a`, `len_b`, as judge health measures them)."""
         m, j, t = s.matches, s.judgements, s.tournaments
         sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
@@ -30,6 +31,7 @@ class Exports(Database):
                 m.c.consistent, j.c.id.label("judgement_id"), j.c.key, j.c.judge, j.c.criteria, j.c.template_version,
                 j.c.order_policy, j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"), j.c.a_hash, j.c.calls,
                 j.c.input_tokens, j.c.output_tokens, j.c.cost_usd, j.c.created_at, sa.c.question_id, sa.c.question,
+                sb.c.question.label("question_b"),
                 sa.c.output.label("output_a"), sb.c.output.label("output_b"),
                 func.length(sa.c.output).label("len_a"), func.length(sb.c.output).label("len_b"),
                 sa.c.output_hash.label("a_output_hash"), sa.c.model.label("model_a"),
@@ -74,6 +76,8 @@ def _export_row(r: Any) -> dict:
         "consistent": bool(r.consistent), "judge": r.judge, "criteria": r.criteria,
         "template_version": r.template_version, "order_policy": r.order_policy, "calls": calls,
         "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd,
-        "created_at": r.created_at, "question": r.question, "output_a": r.output_a, "output_b": r.output_b,
+        "created_at": r.created_at, "question": r.question,
+        "question_b": r.question_b if r.question_b != r.question else None,
+        "output_a": r.output_a, "output_b": r.output_b,
         "len_a": r.len_a, "len_b": r.len_b,
     }

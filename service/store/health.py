@@ -11,10 +11,11 @@ from sqlalchemy import Select, func, or_, select
 
 from leaderboard.health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
 from leaderboard.spec import RunSpec
-from leaderboard.types import Winner
+from leaderboard.types import OrderPolicy, Winner
 
 from . import schema as s
 from .base import Database
+from .imports import TEMPLATE_VERSION
 
 WINNERS = {w.value: w for w in Winner}
 PARSE_ERROR = "VerdictParseError"  # the prefix workers.jobs writes to last_error: "VerdictParseError: ..."
@@ -33,22 +34,29 @@ def _calls(raw: str) -> tuple[CallRecord, ...]:
     return tuple(out)
 
 
-def _records_query(*extra: Any) -> Select:
-    """Judgements as health records read them, in id order: with both outputs' lengths."""
+def _records_query(*extra: Any, turn: int | None = None) -> Select:
+    """Judgements as health records read them, in id order: with both outputs' lengths; with
+    `turn`, only those on that turn of multi-turn questions (a judgement's sides share a question)."""
     j = s.judgements
     sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
-    return (
-        select(j.c.judge, j.c.a_id, j.c.b_id, j.c.outcome, j.c.calls,
-               func.length(sa.c.output).label("a_length"), func.length(sb.c.output).label("b_length"), *extra)
+    query = (
+        select(j.c.judge, j.c.a_id, j.c.b_id, j.c.outcome, j.c.calls, j.c.consistent, j.c.order_policy,
+               j.c.template_version, func.length(sa.c.output).label("a_length"),
+               func.length(sb.c.output).label("b_length"), *extra)
         .join(sa, sa.c.id == j.c.a_id)
         .join(sb, sb.c.id == j.c.b_id)
         .order_by(j.c.id)
     )
+    return query if turn is None else query.where(sa.c.turn == turn)
 
 
 def _record(r: Any) -> JudgementRecord:
+    """A stored judgement as health reads it; `imported` when a file gave it (its prompt
+    version is the import's)."""
     return JudgementRecord(judge=r.judge, a_id=r.a_id, b_id=r.b_id, outcome=WINNERS[r.outcome], calls=_calls(r.calls),
-                           a_length=r.a_length, b_length=r.b_length)
+                           a_length=r.a_length, b_length=r.b_length, consistent=bool(r.consistent),
+                           order=None if r.order_policy is None else OrderPolicy(r.order_policy),
+                           imported=r.template_version == TEMPLATE_VERSION)
 
 
 class Health(Database):
@@ -65,29 +73,33 @@ class Health(Database):
             return [_record(r) for r in conn.execute(query)]
 
     def health_records_since(
-        self, after_id: int = 0, *, limit: int | None = None
+        self, after_id: int = 0, *, limit: int | None = None, turn: int | None = None
     ) -> tuple[list[JudgementRecord], int]:
         """The judgements stored after judgement `after_id` (at most `limit`), in id order, and
         the id read up to (`after_id` when none). Judgements are never changed or deleted, and
         ids are handed out in commit order (writers queue, see `base`), so reading on from the
         id read up to misses none and reads none twice: a running tally
-        (`leaderboard.health_tally`) reads only what is new."""
-        query = _records_query(s.judgements.c.id).where(s.judgements.c.id > after_id)
+        (`leaderboard.health_tally`) reads only what is new. `turn`: only the judgements on that
+        turn of multi-turn questions."""
+        query = _records_query(s.judgements.c.id, turn=turn).where(s.judgements.c.id > after_id)
         if limit is not None:
             query = query.limit(limit)
         with self._read() as conn:
             rows = conn.execute(query).all()
         return [_record(r) for r in rows], (rows[-1].id if rows else after_id)
 
-    def parse_failures(self, judge: str | None = None) -> dict[str, int]:
-        """Per judge (its tournament's spec), how many matches failed with VerdictParseError."""
-        m, t = s.matches, s.tournaments
+    def parse_failures(self, judge: str | None = None, turn: int | None = None) -> dict[str, int]:
+        """Per judge (its tournament's spec), how many matches failed with VerdictParseError (on
+        `turn` only, when given)."""
+        m, t, sa = s.matches, s.tournaments, s.submissions
         query = (
             select(t.c.spec, func.count(m.c.id).label("n"))
             .join(t, t.c.id == m.c.tournament_id)
             .where(m.c.status == "failed", m.c.last_error.startswith(PARSE_ERROR))
             .group_by(t.c.id, t.c.spec)
         )
+        if turn is not None:
+            query = query.join(sa, sa.c.id == m.c.a_id).where(sa.c.turn == turn)
         counts: Counter[str] = Counter()
         with self._read() as conn:
             for r in conn.execute(query):

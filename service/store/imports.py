@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
+from leaderboard.turns import turn_of
 from leaderboard.types import Mode, OrderPolicy, Winner
 
 from . import schema as s
@@ -327,7 +328,8 @@ class ImportSession:
 def _submission_row(item: NewSubmission, q_hash: str, o_hash: str, now: float) -> dict:
     return {"question_id": item.question_id, "question": item.question, "model": item.model,
             "scenario": item.scenario, "output": item.output, "output_hash": o_hash, "question_hash": q_hash,
-            "metadata": json.dumps(item.metadata, sort_keys=True), "created_at": now}
+            "metadata": json.dumps(item.metadata, sort_keys=True), "created_at": now,
+            "turn": turn_of(item.question_id, item.metadata)}
 
 
 def _layers(rows: Sequence[ImportedJudgement]) -> list[int]:

@@ -11,6 +11,7 @@ from sqlalchemy import inspect, select, text, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.keys import SCORED_ALONE, judgement_key
+from leaderboard.turns import turn_of
 from leaderboard.types import Mode, OrderPolicy
 
 from .schema import (
@@ -54,6 +55,8 @@ def migrate(conn: Connection) -> None:
         _upgrade_8_to_9(conn)
     if version is not None and version < 10:
         _upgrade_9_to_10(conn)
+    if version is not None and version < 11:
+        _upgrade_10_to_11(conn)
     if version != SCHEMA_VERSION:
         conn.execute(schema_version.delete())
         conn.execute(schema_version.insert().values(version=SCHEMA_VERSION))
@@ -156,6 +159,33 @@ def _upgrade_9_to_10(conn: Connection) -> None:
     for column in ("reference", "turns"):
         if column not in present:
             conn.execute(text(f"ALTER TABLE submissions ADD COLUMN {column} TEXT"))
+
+
+def _upgrade_10_to_11(conn: Connection) -> None:
+    """Add submissions.turn (`leaderboard.turns`): 1, except for the rows whose question id ends
+    in `#turn<N>` or whose metadata states a `turn`, read a chunk at a time."""
+    if "turn" not in {c["name"] for c in inspect(conn).get_columns("submissions")}:
+        conn.execute(text("ALTER TABLE submissions ADD COLUMN turn INTEGER NOT NULL DEFAULT 1"))
+    t = submissions
+    stated = t.c.question_id.contains("#turn", autoescape=True) | t.c.metadata.contains('"turn"', autoescape=True)
+    last = 0
+    while True:
+        rows = conn.execute(select(t.c.id, t.c.question_id, t.c.metadata).where(stated, t.c.id > last)
+                            .order_by(t.c.id).limit(MIGRATION_CHUNK)).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        by_turn: dict[int, list[int]] = {}
+        for row in rows:
+            try:
+                found = json.loads(row.metadata or "{}")
+            except ValueError:
+                found = {}
+            turn = turn_of(row.question_id, found if isinstance(found, dict) else {})
+            if turn != 1:
+                by_turn.setdefault(turn, []).append(row.id)
+        for turn, ids in by_turn.items():
+            conn.execute(update(t).where(t.c.id.in_(ids)).values(turn=turn))
 
 
 MIGRATION_CHUNK = 2000  # rows read at a time while upgrading: memory stays bounded on a large store

@@ -19,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = MetaData()
 
@@ -50,6 +50,9 @@ submissions = Table(
     # assistant turns are then `output`; NULL: none (schema 10).
     Column("reference", Text),
     Column("turns", Text),
+    # The turn of a multi-turn question it answers (`leaderboard.turns.turn_of`; 1 for a
+    # single-turn question): what `?turn=` scopes boards and judge health by (schema 11).
+    Column("turn", Integer, nullable=False, default=1, server_default="1"),
     UniqueConstraint("question_id", "model", "scenario", name="uq_submission_key"),
 )
 # A player at each level (`leaderboard.players.keys_of`): a model, a scenario, or both (a system).

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from leaderboard.conversation import as_dicts, canonical, from_canonical
 from leaderboard.keys import content_hash
+from leaderboard.turns import turn_of
 from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 
 from . import schema as s
@@ -73,6 +74,7 @@ class Submissions(Database):
                             reference=item.reference,
                             turns=turns,
                             metadata=json.dumps(item.metadata, sort_keys=True),
+                            turn=turn_of(item.question_id, item.metadata),
                             created_at=now,
                             created_by=WRITER.get(),
                         )

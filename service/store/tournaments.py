@@ -1,11 +1,5 @@
-"""Tournaments, their matches as planned, recurring schedules, and what each run spent.
-
-A run's spend is the sum of `cost_usd` over the judgements its own matches made (the
-judgement's `match_id`), plus what its matches' attempts paid for calls no judgement records
-(`matches.failed_cost_usd`: a compqa or factsim match that failed after some calls, a retried
-attempt); a match answered by a stored judgement made nothing and paid nothing. A judgement
-whose judge has no price adds nothing (its cost is NULL).
-"""
+"""Tournaments, their matches as planned, recurring schedules, and what each run spent (its
+own and its runs', `spend`)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -20,6 +14,7 @@ from . import schema as s
 from .api_keys import WRITER
 from .base import ACTIVE, Database, NotFound, RetryRefused, stop_run
 from .batches import batch_progress
+from .spend import own_spend, runs_spend, runs_under
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
 
@@ -98,9 +93,10 @@ class Tournaments(Database):
             runs = conn.execute(
                 select(t.c.id).where(t.c.parent_id == tournament_id).order_by(t.c.id)
             ).scalars().all()
-            spent = _spend(conn, [tournament_id]).get(tournament_id, 0.0)
+            spent = own_spend(conn, [tournament_id]).get(tournament_id, 0.0)
+            below = runs_spend(conn, [tournament_id])[tournament_id]
             batches = batch_progress(conn, tournament_id)
-        return _tournament_view(row, counts, list(runs), spent, batches)
+        return _tournament_view(row, counts, list(runs), spent, below, batches)
 
     def tournament_spec(self, tournament_id: int) -> RunSpec:
         """A tournament's spec; raises NotFound."""
@@ -113,8 +109,9 @@ class Tournaments(Database):
 
     def list_tournaments(self, *, limit: int = 100, offset: int = 0, top_level: bool = False) -> list[dict]:
         """Tournaments, newest first, with their counts (one grouped query for the page's
-        counts and two for its spend, whatever its length). `top_level`: only those that are
-        no run of another (a schedule's runs and an import's layers are left to `Runs.runs_of`)."""
+        counts and two for its spend, whatever its length, plus one per level of runs for what
+        their runs spent). `top_level`: only those that are no run of another (a schedule's runs
+        and an import's layers are left to `Runs.runs_of`)."""
         t = s.tournaments
         query = select(t).order_by(t.c.id.desc()).limit(limit).offset(offset)
         if top_level:
@@ -123,30 +120,38 @@ class Tournaments(Database):
             rows = conn.execute(query).all()
             ids = [r.id for r in rows]
             counts = match_counts(conn, ids)
-            spent = _spend(conn, ids)
-        return [_tournament_view(r, counts[r.id], None, spent.get(r.id, 0.0)) for r in rows]
+            spent = own_spend(conn, ids)
+            below = runs_spend(conn, ids)
+        return [_tournament_view(r, counts[r.id], None, spent.get(r.id, 0.0), below[r.id]) for r in rows]
 
     def cancel_tournament(self, tournament_id: int) -> dict:
-        """Cancel the matches not yet judged and stop a schedule from recurring."""
+        """Cancel the matches not yet judged, stop a schedule from recurring, and cancel the runs
+        under it still in flight (a schedule's current run, a panel's members); judgements made
+        stay. The tournament as `get_tournament` shows it, with `stopped`: what this stopped
+        (`schedule`: whether a schedule was running; `runs`: the runs cancelled; `matches`: the
+        matches cancelled, its runs' included), since a schedule whose first run had finished
+        still reads `done`."""
         t, m = s.tournaments, s.matches
         now = self._clock()
         with self._write() as conn:
-            row = conn.execute(select(t.c.status).where(t.c.id == tournament_id)).first()
+            row = conn.execute(select(t.c.next_run_at).where(t.c.id == tournament_id)).first()
             if row is None:
                 raise NotFound(f"no tournament {tournament_id}")
-            ids = [tournament_id]
-            spec = conn.execute(select(t.c.spec).where(t.c.id == tournament_id)).scalar()
-            if RunSpec.from_json(spec).jury is not None:  # a judge panel: its members' runs go with it
-                ids += conn.execute(select(t.c.id).where(t.c.parent_id == tournament_id)).scalars().all()
-            conn.execute(
+            under = sorted(runs_under(conn, [tournament_id]))
+            in_flight = [run for start in range(0, len(under), CHUNK) for run in conn.execute(
+                select(t.c.id).where(t.c.id.in_(under[start:start + CHUNK]), t.c.status.in_(("queued", "running")))
+                .order_by(t.c.id)).scalars()]
+            ids = [tournament_id, *in_flight]
+            matches = conn.execute(
                 update(m)
                 .where(m.c.tournament_id.in_(ids), m.c.status.in_(ACTIVE))
                 .values(status="cancelled", finished_at=now)
-            )
+            ).rowcount
             conn.execute(update(t).where(t.c.id == tournament_id).values(next_run_at=None))
             conn.execute(update(t).where(t.c.id.in_(ids), t.c.status.in_(("queued", "running")))
                          .values(status="cancelled", finished_at=now))
-        return self.get_tournament(tournament_id)
+        stopped = {"schedule": row.next_run_at is not None, "runs": in_flight, "matches": int(matches)}
+        return {**self.get_tournament(tournament_id), "stopped": stopped}
 
     def stop_tournament(self, tournament_id: int, reason: str) -> bool:
         """End a queued or running tournament early: its active matches are cancelled, its
@@ -207,7 +212,7 @@ class Tournaments(Database):
         """USD spent by this run: the cost of the judgements its matches made and of its failed
         attempts' calls (0.0 for none)."""
         with self._read() as conn:
-            return _spend(conn, [tournament_id]).get(tournament_id, 0.0)
+            return own_spend(conn, [tournament_id]).get(tournament_id, 0.0)
 
     def existing_keys(self, keys: Sequence[str]) -> set[str]:
         """The judgement keys among `keys` that are stored (one read, 500 keys a statement)."""
@@ -312,35 +317,13 @@ def match_counts(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, d
     return counts
 
 
-def _spend(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, float]:
-    """Tournament id -> USD its matches' judgements cost plus what their failed attempts paid
-    (tournaments that spent nothing absent)."""
-    j, m = s.judgements, s.matches
-    ids = list(tournament_ids)
-    judged = conn.execute(
-        select(m.c.tournament_id, func.sum(j.c.cost_usd))
-        .join(m, m.c.id == j.c.match_id)
-        .where(m.c.tournament_id.in_(ids))
-        .group_by(m.c.tournament_id)
-    )
-    failed = conn.execute(
-        select(m.c.tournament_id, func.sum(m.c.failed_cost_usd))
-        .where(m.c.tournament_id.in_(ids), m.c.failed_cost_usd.is_not(None))
-        .group_by(m.c.tournament_id)
-    )
-    spend: dict[int, float] = {}
-    for tid, total in [*judged, *failed]:
-        spend[tid] = spend.get(tid, 0.0) + float(total or 0.0)
-    return spend
-
-
 def _created_by(conn: Connection, tournament_id: int) -> str | None:
     """Who created a tournament (its scheduled runs record the same)."""
     return conn.execute(select(s.tournaments.c.created_by).where(s.tournaments.c.id == tournament_id)).scalar()
 
 
 def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float,
-                     batches: dict | None = None) -> dict:
+                     runs_spent: float, batches: dict | None = None) -> dict:
     spec = RunSpec.from_json(row.spec)
     view = {
         "id": row.id,
@@ -356,7 +339,9 @@ def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, s
         "matches_cancelled": counts.get("cancelled", 0),
         "matches_pending": sum(counts.get(st, 0) for st in ACTIVE),
         "budget": spec.budget,
-        "spent_usd": spent,
+        "spent_usd": spent,  # its own matches': what its budget caps
+        "runs_spent_usd": runs_spent,  # the runs under it (a schedule's, a panel's members')
+        "total_spent_usd": spent + runs_spent,
         "stopped_reason": row.stopped_reason,
         "retried": row.retried,
         "delivery": row.delivery,

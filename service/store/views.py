@@ -103,26 +103,28 @@ class Views(Database):
         return [SideRow(am, asc, bm, bsc, WINNERS[outcome], q) for _, outcome, am, asc, bm, bsc, q in rows], upto
 
     def side_rows(
-        self, *, tournament_id: int | None = None, judge: str | None = None, after_seq: int = 0
+        self, *, tournament_id: int | None = None, judge: str | None = None, after_seq: int = 0,
+        turn: int | None = None,
     ) -> list[SideRow]:
         """One row per (judgement, pair of submissions), in resolve order, for the ratings.
 
         A judgement reached by several matches (several tournaments, nightly re-runs) counts once
         for the same two submissions: overall, the match flagged `counted`; within a tournament
-        (and its runs), its first match there. `after_seq` reads only what was resolved since.
+        (and its runs), its first match there. `after_seq` reads only what was resolved since;
+        `turn`, only the judgements on that turn of multi-turn questions (`leaderboard.turns`).
         """
         if tournament_id is not None and after_seq:
             raise ValueError("after_seq reads the overall board only: a tournament's rows dedupe over all its runs")
         m = s.matches
-        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id).where(m.c.seq > after_seq)
+        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, turn=turn).where(m.c.seq > after_seq)
         return [_side_row(r) for r in self._counted_pairs(query, tournament_id=tournament_id, judge=judge)]
 
     def styled_side_rows(
-        self, *, tournament_id: int | None = None, judge: str | None = None
+        self, *, tournament_id: int | None = None, judge: str | None = None, turn: int | None = None
     ) -> list[StyledRow]:
         """`side_rows` with both outputs, for style control (which measures them)."""
         m = s.matches
-        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, outputs=True)
+        query = _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, outputs=True, turn=turn)
         return [StyledRow(_side_row(r), r.a_output, r.b_output)
                 for r in self._counted_pairs(query, tournament_id=tournament_id, judge=judge)]
 
@@ -151,7 +153,8 @@ class Views(Database):
 
 
     def dimension_side_rows(
-        self, dimension: str, *, tournament_id: int | None = None, judge: str | None = None
+        self, dimension: str, *, tournament_id: int | None = None, judge: str | None = None,
+        turn: int | None = None,
     ) -> list[SideRow]:
         """`side_rows` over `dimensions` judgements only, each row's winner being one dimension's
         outcome: derived from the stored calls (the consistency rule applied to that dimension)
@@ -159,7 +162,7 @@ class Views(Database):
         m, j, t = s.matches, s.judgements, s.tournaments
         query = (
             _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"),
-                        j.c.a_hash, j.c.calls, match_a_hash=True)
+                        j.c.a_hash, j.c.calls, match_a_hash=True, turn=turn)
             .join(j, j.c.id == m.c.judgement_id)
             .where(j.c.criteria == DIMENSIONS_CRITERIA)
         )
@@ -249,10 +252,11 @@ def _side_row(r: Any) -> SideRow:
     return SideRow(r.a_model, r.a_scenario, r.b_model, r.b_scenario, Winner(r.outcome), r.question_id)
 
 
-def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False, outputs: bool = False) -> Select:
+def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False, outputs: bool = False,
+                turn: int | None = None) -> Select:
     """Matches (`done` ones only, by default) with both sides' model and scenario and the
     question (and, when asked, the output hash of the match's a, or both outputs), in resolve
-    order."""
+    order; with `turn`, only those on that turn (both sides answer one question: a's turn is it)."""
     m = s.matches
     sa, sb = s.submissions.alias("sa"), s.submissions.alias("sb")
     query = (
@@ -271,6 +275,8 @@ def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False, outp
         .join(sb, sb.c.id == m.c.b_id)
         .order_by(m.c.seq)
     )
+    if turn is not None:
+        query = query.where(sa.c.turn == turn)
     return query.where(m.c.status == "done") if done else query
 
 
