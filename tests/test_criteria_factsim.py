@@ -45,6 +45,10 @@ SUMMARIES = {
 }  # fmt: skip
 EXPECTED = {"covering": (1.0, 1.0), "partial": (0.5, 1.0), "inventing": (0.25, 0.25)}  # (f_V, f_N)
 
+# Loading torch and the encoder costs a process about 13 s of CPU: every test that loads it
+# runs in one xdist process (pyproject's --dist loadgroup), so the suite pays it once.
+pytestmark = pytest.mark.xdist_group("minilm_encoder")
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeAnthropic]:

@@ -15,6 +15,10 @@ from tests.test_layout import REPO
 from workers import embeddings
 from workers.embeddings import MINILM, EncoderUnavailable, MiniLMEncoder, SentenceEncoder, encoder
 
+# Loading torch and the encoder costs a process about 13 s of CPU: every test that loads it
+# runs in one xdist process (pyproject's --dist loadgroup), so the suite pays it once.
+pytestmark = pytest.mark.xdist_group("minilm_encoder")
+
 
 @pytest.fixture
 def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
