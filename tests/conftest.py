@@ -35,6 +35,8 @@ SHELL_NAMES = ("DATABASE_URL", "REDIS_URL")
 SHELL_KEPT = ("JOUST_ARENA_PYTHON",)
 _CLEARED = pytest.StashKey[list]()
 
+pytest_plugins = ["tests.xdist_groups"]  # --dist loadgroup on pytest 9.2 (see that module)
+
 
 def shell_settings(environ: dict[str, str] | os._Environ[str]) -> list[str]:
     """The names in `environ` that `_no_shell_settings` clears."""
@@ -60,31 +62,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if any(isinstance(value, str) and value == "postgresql" for value in params.values()):
             item.add_marker(pytest.mark.slow)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """`--dist loadgroup` again on pytest 9.2: pytest-xdist 3.8 marks a test's group by appending
-    `@group` to `item._nodeid`, which pytest 9.2's structured node ids no longer read, so every
-    `xdist_group` mark was silently ignored (pytest-dev/pytest-xdist#1386, fix not released).
-    In an xdist worker, the group goes onto the id the controller schedules by, unless xdist
-    already put it there (older pytest); this hook runs before xdist's own, which sends the ids."""
-    config = session.config
-    if not getattr(config.option, "loadgroup", False):
-        return
-    for item in session.items:
-        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-                         for mark in item.iter_markers("xdist_group")})
-        nodeid = item.nodeid
-        if not groups or nodeid.rfind("@") > nodeid.rfind("]"):
-            continue
-        grouped = f"{nodeid}@{'_'.join(groups)}"
-        if hasattr(item, "_id"):
-            from _pytest.nodeid import coerce_node_id  # pytest >= 9.2 only
-
-            item._id = coerce_node_id(grouped)
-        else:
-            item._nodeid = grouped
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
