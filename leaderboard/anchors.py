@@ -21,7 +21,8 @@ from statistics import NormalDist
 import numpy as np
 
 from .battles import pair_counts
-from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, spd_solve, strongly_connected
+from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, strongly_connected
+from .newton import minimize, spd_solve
 from .players import player_of
 from .ratings import Battles
 from .types import Level, Pair, Submission
@@ -140,31 +141,17 @@ def fit_free(
         nll = np.sum(points * np.logaddexp(0.0, trial[None, :] - trial[:, None]))
         return float(nll) + 0.5 * ridge * float(np.sum((values - centre) ** 2))
 
-    def derivatives() -> tuple[np.ndarray, np.ndarray]:
-        prob = 0.5 * (1.0 + np.tanh(0.5 * (theta[:, None] - theta[None, :])))
+    def derivatives(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        trial = theta.copy()
+        trial[free] = values
+        prob = 0.5 * (1.0 + np.tanh(0.5 * (trial[:, None] - trial[None, :])))
         info = games * prob * prob.T
-        grad = ((games * prob).sum(axis=1) - won)[free] + ridge * (theta[free] - centre)
+        grad = ((games * prob).sum(axis=1) - won)[free] + ridge * (values - centre)
         hess = np.diag(info.sum(axis=1)[free]) - info[np.ix_(free, free)] + ridge * np.eye(int(free.sum()))
         return grad, hess
 
-    value = objective(theta[free])
-    for _ in range(max_iter):
-        grad, hess = derivatives()
-        step = spd_solve(hess, grad)
-        if not np.all(np.isfinite(step)):
-            raise ConvergenceError("anchored Bradley-Terry Newton step is not finite")
-        if np.max(np.abs(step), initial=0.0) < tol:
-            theta[free] -= step
-            return theta, derivatives()[1]
-        decrement, t = float(grad @ step), 1.0
-        if decrement > 0.5:  # far from the optimum: backtrack until the objective drops enough
-            while objective(theta[free] - t * step) > value - 0.25 * t * decrement:
-                t *= 0.5
-                if t < 1e-12:
-                    raise ConvergenceError("anchored Bradley-Terry line search failed")
-        theta[free] -= t * step
-        value = objective(theta[free])
-    raise ConvergenceError(f"anchored Bradley-Terry fit did not converge in {max_iter} Newton steps")
+    theta[free] = minimize(objective, derivatives, theta[free], tol=tol, max_iter=max_iter, what="anchored Bradley-Terry")
+    return theta, derivatives(theta[free])[1]
 
 
 def anchored_fit(

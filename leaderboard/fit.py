@@ -17,21 +17,13 @@ from typing import Literal
 import numpy as np
 
 from .battles import PairCounts
+from .newton import BLOCK_ROWS, ConvergenceError, minimize, spd_solve  # noqa: F401  (re-exported)
 
 DEFAULT_RIDGE = 0.01
 """L2 penalty on the natural-log strengths: a weak prior (sd 10 nats, about 1700 Elo points)
 that keeps unbeaten players finite and barely moves anyone who has both won and lost."""
 
 Method = Literal["fisher", "sandwich"]
-
-
-class ConvergenceError(RuntimeError):
-    """A Bradley-Terry fit has no finite maximum or did not converge in `max_iter` steps.
-
-    With ridge=0 the maximum exists only when every split of the players into two groups has
-    points won in both directions (Ford's condition: the win graph is strongly connected);
-    an unbeaten or winless player breaks it, and the fit raises before iterating.
-    """
 
 
 def strongly_connected(adjacency: np.ndarray) -> bool:
@@ -70,41 +62,6 @@ def _unit_hessian(theta: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.
     prob = 0.5 * (1.0 + np.tanh(0.5 * (theta[:, None] - theta[None, :])))
     info = games * prob * prob.T
     return np.diag(info.sum(axis=1)) - info, prob
-
-
-def spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """matrix⁻¹·rhs (rhs a vector or a matrix) for a symmetric positive definite matrix.
-
-    Cholesky, then forward and back substitution in blocks of `_BLOCK` rows (a small dense
-    solve per diagonal block, a product for the rest). Not `np.linalg.solve`/`inv` on the whole
-    matrix: on this 2-core machine, busy with other processes, OpenBLAS's threaded LU on a
-    100×100 system took 0.1 ms in a tight loop but ~100 ms when called between other work (its
-    threads wake up); the blocks stay under OpenBLAS's threading threshold, and blocking rather
-    than a row-by-row loop takes a 400×400 solve for one right-hand side from 3.9 to 2.8 ms of
-    CPU (one thread; an inverse stays ~15 ms). Raises ConvergenceError if the matrix is not
-    positive definite.
-    """
-    try:
-        lower = np.linalg.cholesky(matrix)
-    except np.linalg.LinAlgError as exc:
-        raise ConvergenceError(f"Bradley-Terry Hessian is not positive definite: {exc}") from exc
-    y = _forward(lower, np.asarray(rhs, dtype=float))
-    # Lᵀx = y is a forward substitution once rows and columns are taken in reverse order.
-    return _forward(np.ascontiguousarray(lower.T[::-1, ::-1]), y[::-1])[::-1]
-
-
-_BLOCK = 64
-"""Rows per block in `spd_solve`'s substitutions (64×64 LU: below OpenBLAS's threading size)."""
-
-
-def _forward(lower: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """lower⁻¹·rhs for a lower-triangular `lower`, block by block."""
-    y = np.empty(rhs.shape)
-    for start in range(0, len(lower), _BLOCK):
-        end = min(start + _BLOCK, len(lower))
-        part = rhs[start:end] - lower[start:end, :start] @ y[:start] if start else rhs[start:end]
-        y[start:end] = np.linalg.solve(lower[start:end, start:end], part)
-    return y
 
 
 def _project(matrix: np.ndarray, design: np.ndarray | None) -> np.ndarray:
@@ -153,28 +110,15 @@ def fit_log_strengths(
     def objective(beta: np.ndarray) -> float:
         return _nll(theta_of(beta), points) + 0.5 * float(beta @ penalty @ beta)
 
-    beta = np.zeros(size) if start is None else np.array(start, dtype=float)
-    value = objective(beta)
-    for _ in range(max_iter):
+    def derivatives(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         unit_hess, prob = _unit_hessian(theta_of(beta), games)
         unit_grad = (games * prob).sum(axis=1) - won
         grad = (unit_grad if design is None else design.T @ unit_grad) + penalty @ beta
-        step = spd_solve(_project(unit_hess, design) + penalty, grad)
-        if not np.all(np.isfinite(step)):
-            raise ConvergenceError("Bradley-Terry Newton step is not finite")
-        if np.max(np.abs(step)) < tol:
-            beta = beta - step
-            return beta - centring(groups) @ beta
-        decrement = float(grad @ step)
-        t = 1.0
-        if decrement > 0.5:  # far from the optimum: backtrack until the objective drops enough
-            while objective(beta - t * step) > value - 0.25 * t * decrement:
-                t *= 0.5
-                if t < 1e-12:
-                    raise ConvergenceError("Bradley-Terry line search failed")
-        beta = beta - t * step
-        value = objective(beta)
-    raise ConvergenceError(f"Bradley-Terry fit did not converge in {max_iter} Newton steps")
+        return grad, _project(unit_hess, design) + penalty
+
+    beta = minimize(objective, derivatives, np.zeros(size) if start is None else np.asarray(start, dtype=float),
+                    tol=tol, max_iter=max_iter, what="Bradley-Terry")
+    return beta - centring(groups) @ beta
 
 
 @dataclass(frozen=True)
@@ -366,8 +310,8 @@ def fisher_variances(points: np.ndarray, beta: np.ndarray, *, ridge: float) -> n
     except np.linalg.LinAlgError as exc:
         raise ConvergenceError(f"Bradley-Terry Hessian is not positive definite: {exc}") from exc
     inverse = np.zeros((n, n))
-    for start in range(0, n, _BLOCK):  # L⁻¹ is lower triangular: rows start:end fill columns :end
-        end = min(start + _BLOCK, n)
+    for start in range(0, n, BLOCK_ROWS):  # L⁻¹ is lower triangular: rows start:end fill columns :end
+        end = min(start + BLOCK_ROWS, n)
         rhs = np.zeros((end - start, end))
         rhs[:, :start] = -lower[start:end, :start] @ inverse[:start, :start]
         rhs[:, start:end] = np.eye(end - start)

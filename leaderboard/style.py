@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .battles import BattleTable, battle_table
-from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, half_widths, spd_solve
+from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, half_widths
+from .newton import minimize, spd_solve
 from .ratings import Battles, bradley_terry_intervals
 
 FEATURES = ("length", "headers", "lists", "bold")
@@ -152,27 +153,20 @@ def fit_style(
         hess[:n, n:], hess[n:, :n], hess[n:, n:] = cross, cross.T, x.T @ hx
         return nll, grad, hess + penalty
 
-    beta = np.zeros(size) if start is None else np.array(start, dtype=float)
-    value, grad, hess = parts(beta)
-    for _ in range(max_iter):
-        step = spd_solve(hess, grad)
-        if not np.all(np.isfinite(step)):
-            raise ConvergenceError("style-controlled Newton step is not finite")
-        if np.max(np.abs(step)) < tol:
-            beta = beta - step
-            beta[:n] -= beta[:n].mean()
-            return beta, parts(beta)[2]
-        t, decrement = 1.0, float(grad @ step)
-        while True:
-            trial = parts(beta - t * step)
-            if trial[0] <= value - 0.25 * t * decrement or decrement <= 1e-12:
-                break
-            t *= 0.5
-            if t < 1e-12:
-                raise ConvergenceError("style-controlled line search failed")
-        beta = beta - t * step
-        value, grad, hess = trial
-    raise ConvergenceError(f"style-controlled fit did not converge in {max_iter} Newton steps")
+    last: list[tuple[bytes, tuple[float, np.ndarray, np.ndarray]]] = []
+
+    def at(beta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """`parts` once per point: Newton asks for the value at a point, then its derivatives."""
+        key = beta.tobytes()
+        if not last or last[0][0] != key:
+            last[:] = [(key, parts(beta))]
+        return last[0][1]
+
+    beta = minimize(lambda beta: at(beta)[0], lambda beta: at(beta)[1:],
+                    np.zeros(size) if start is None else np.asarray(start, dtype=float),
+                    tol=tol, max_iter=max_iter, what="style-controlled", search_above=1e-12)
+    beta[:n] -= beta[:n].mean()
+    return beta, parts(beta)[2]
 
 
 def style_control(

@@ -31,14 +31,8 @@ from typing import Literal, get_args
 import numpy as np
 
 from .battles import PairCounts, pair_counts
-from .fit import (
-    DEFAULT_RIDGE,
-    ConvergenceError,
-    centring,
-    elo_scale,
-    spd_solve,
-    strongly_connected,
-)
+from .fit import DEFAULT_RIDGE, ConvergenceError, centring, elo_scale, strongly_connected
+from .newton import minimize, spd_solve
 from .ratings import Battles, bradley_terry_intervals
 
 Ties = Literal["half", "davidson"]
@@ -139,29 +133,15 @@ def fit_davidson(
 
     x = np.zeros(n + 1)
     x[n] = math.log(2.0 * (total_ties + 0.5) / (total_games - total_ties + 0.5))  # ν that fits the tie share at θ = 0
-    value = objective(x)
-    for _ in range(max_iter):
+    def derivatives(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         grad, hess = _gradient_hessian(x[:n], float(x[n]), wins, ties)
-        grad = grad + penalty @ x
-        step = spd_solve(hess + penalty, grad)
-        if not np.all(np.isfinite(step)):
-            raise ConvergenceError("Davidson Newton step is not finite")
-        if np.max(np.abs(step)) < tol:
-            x = x - step
-            x[:n] -= x[:n].mean()
-            _, hess = _gradient_hessian(x[:n], float(x[n]), wins, ties)
-            cov = spd_solve(hess + penalty, np.eye(n + 1)) - constraint / (1.0 + ridge)
-            return x[:n], float(x[n]), cov
-        decrement = float(grad @ step)
-        t = 1.0
-        if decrement > 0.5:  # far from the optimum: backtrack until the objective drops enough
-            while objective(x - t * step) > value - 0.25 * t * decrement:
-                t *= 0.5
-                if t < 1e-12:
-                    raise ConvergenceError("Davidson line search failed")
-        x = x - t * step
-        value = objective(x)
-    raise ConvergenceError(f"Davidson fit did not converge in {max_iter} Newton steps")
+        return grad + penalty @ x, hess + penalty
+
+    x = minimize(objective, derivatives, x, tol=tol, max_iter=max_iter, what="Davidson")
+    x[:n] -= x[:n].mean()
+    _, hess = _gradient_hessian(x[:n], float(x[n]), wins, ties)
+    cov = spd_solve(hess + penalty, np.eye(n + 1)) - constraint / (1.0 + ridge)
+    return x[:n], float(x[n]), cov
 
 
 def davidson_intervals(
