@@ -498,9 +498,19 @@ class LeaderboardOut(BaseModel):
     judgements: int
 
 
+class ShortageOut(BaseModel):
+    """A part that cannot write for want of space (`service.disk_space.Shortage`)."""
+
+    part: str
+    where: str
+    reason: str
+
+
 class HealthOut(BaseModel):
-    """The API is up; `database` and `redis` say whether each answered."""
+    """The API is up; `database` and `redis` say whether each answered ("ok", "down", or "full":
+    out of space); `out_of_space`, only when one is, says which, where and why."""
 
     status: str
     database: str
     redis: str
+    out_of_space: list[ShortageOut] | None = None

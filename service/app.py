@@ -11,6 +11,10 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
   over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`.
 - 503 the database does not answer (`store.StoreUnavailable`: stopped, restarting, unreachable),
   with `Retry-After`: the request was fine, and may be sent again once the database is back.
+- 507 a part is out of space (`store.StoreFull`: the database's disk is full; or Redis refused
+  a write with MISCONF or OOM): `{"error", "part", "where", "reason"}`, with `Retry-After`;
+  nothing was stored (the transaction rolled back), and the request may be sent again once
+  space is freed.
 - 500 answers `{"error": "internal server error"}`; the traceback goes to the log.
 - 405 carries `Allow` with every method the path has (Starlette names only one route's).
 
@@ -31,11 +35,13 @@ import secrets
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from redis import Redis
+from redis.exceptions import ResponseError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
@@ -47,6 +53,7 @@ from service.api_models import check_judge_spec
 from service.auth import private_reads
 from service.boards import BoardCache
 from service.config import Settings
+from service.disk_space import redis_full_reason
 from service.flag_cache import FlagCache
 from service.judge_health_cache import JudgeHealthCache
 from service.logs import RequestId
@@ -71,7 +78,7 @@ from service.routes import (
 from service.routes.common import ApiError, describe_errors
 from service.routes.page import prepared_boards
 from service.routes.winrate import winrate_cache
-from service.store import Conflict, NotFound, Store, StoreUnavailable
+from service.store import Conflict, NotFound, Store, StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +228,40 @@ async def _database_down(request: Request, exc: Exception) -> JSONResponse:
                         status_code=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
 
+STORAGE_RETRY_AFTER_S = 30
+
+
+def out_of_space(part: str, where: str, reason: str) -> JSONResponse:
+    """507 Insufficient Storage: which part, where, and its own words; nothing was stored."""
+    return JSONResponse({"error": f"the {part} is out of space at {where}: free some space, then try again; "
+                                  "nothing was stored", "part": part, "where": where, "reason": reason},
+                        status_code=507, headers={"Retry-After": str(STORAGE_RETRY_AFTER_S)})
+
+
+async def _database_full(request: Request, exc: Exception) -> JSONResponse:
+    """507, not 503: the database answers, but its disk is full; waiting alone will not help."""
+    assert isinstance(exc, StoreFull)
+    log.warning("database out of space on %s %s: %s (%s)", request.method, request.url.path, exc.reason, exc.where)
+    return out_of_space("database", exc.where, exc.reason)
+
+
+async def _redis_refused(request: Request, exc: Exception) -> JSONResponse:
+    """A Redis error that reached no route's own handling: 507 when Redis refused to write for
+    want of disk or memory (MISCONF, OOM), else the internal error it is."""
+    reason = redis_full_reason(exc)
+    if reason is None:
+        return await _internal(request, exc)
+    log.warning("redis out of space on %s %s: %s", request.method, request.url.path, reason)
+    return out_of_space("redis", shown_redis(request), reason)
+
+
+def shown_redis(request: Request) -> str:
+    """The Redis the app uses, its password masked."""
+    url = request.app.state.settings.redis_url or ""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl() if url else "(no Redis)"
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
@@ -339,6 +380,8 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(NotFound, _not_found)
     app.add_exception_handler(StoreUnavailable, _database_down)
+    app.add_exception_handler(StoreFull, _database_full)
+    app.add_exception_handler(ResponseError, _redis_refused)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(Exception, _internal)

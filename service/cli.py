@@ -104,18 +104,21 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     from redis import Redis
     from redis.exceptions import RedisError
 
-    from .liveness import scheduler_alive, worker_alive
+    from .liveness import out_of_space, scheduler_alive, worker_alive
 
     settings = _settings(args)
     try:
         redis = Redis.from_url(_need_redis(settings), socket_connect_timeout=3, socket_timeout=3)
         alive = worker_alive(redis, settings.queue_name) if args.role == "worker" else scheduler_alive(redis)
+        full = out_of_space(redis, settings.resolved_database_url)
     except RedisError as exc:
         print(f"joust healthcheck: Redis unreachable: {exc}", file=sys.stderr)
         return 1
     if not alive:
         print(f"joust healthcheck: no live {args.role} on this host", file=sys.stderr)
-    return 0 if alive else 1
+    for shortage in full:
+        print(f"joust healthcheck: {shortage.line()}", file=sys.stderr)
+    return 0 if alive and not full else 1
 
 
 def _open_store(settings: Settings) -> Store:
@@ -371,6 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"joust: {exc}", file=sys.stderr)
         return 2
+    if args.command in PROCESSES - {"up"}:  # a role `joust up` started ends with it (service.orphans)
+        from .orphans import watch_supervisor
+
+        watch_supervisor()
     try:
         return int(args.func(args) or 0)
     except SettingsError as exc:

@@ -4,6 +4,9 @@ Workers already beat in Redis through RQ; the scheduler writes a beat of its own
 tick. `joust healthcheck worker|scheduler` answers for the processes on this host. A worker's
 RQ registration also carries which judges it can reach (`service.credentials`), which the API
 reads when it holds no key of its own.
+
+A process that is alive but cannot work for want of space (Redis refusing writes, the SQLite
+database's disk full: `service.disk_space`) fails the healthcheck too, saying which and where.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from rq import Queue, Worker
 from leaderboard.reach import Reach
 
 from .config import REACH_FIELD
+from .disk_space import Shortage, database_shortage, redis_shortage
 
 SCHEDULER_BEAT = "joust:scheduler:beat:{host}"
 
@@ -44,3 +48,8 @@ def worker_reaches(redis: Redis, queue_name: str) -> list[Reach]:
             pipe.hget(key, REACH_FIELD)
         said = pipe.execute()
     return [reach for raw in said if raw is not None and (reach := Reach.from_json(raw)) is not None]
+
+
+def out_of_space(redis: Redis, database_url: str) -> list[Shortage]:
+    """The parts that cannot write for want of space, as `/api/health` names them."""
+    return [short for short in (database_shortage(database_url), redis_shortage(redis)) if short is not None]

@@ -7,8 +7,13 @@ a redis-server of its own. It says it is up once the API's health answers 200. I
 child that dies (Redis at once, on its port, with its password and its files), except one that
 exits with an error at start `START_FAILURES` times in a row: that stops `joust up`, non-zero,
 with the child's last lines (its traceback), since starting it again would only fail again.
-On Ctrl-C or SIGTERM it stops the roles, then Redis, leaving no process behind. Children are
-told to die with their parent, so even a SIGKILLed `joust up` leaves nothing running. Their
+On Ctrl-C or SIGTERM it stops the roles (SIGTERM to each one's process group, SIGKILL to what
+is left of a group after ORPHAN_GRACE_S), then Redis, leaving no process behind. Children die
+with their parent (`service.orphans`): a parent-death signal (SIGTERM: each shuts down as when
+stopped; Redis saves its data) and a watchdog of their own that SIGKILLs a role and its group
+ORPHAN_GRACE_S later; so a SIGKILLed `joust up` leaves nothing running, and a worker that finds
+its Redis gone for good on the way out gives up within seconds (`workers.stopping`). Children are
+started from the main thread, whose exit is the "parent death" the kernel watches. Their
 stderr passes through `joust up` (`service.child_logs`), which keeps each one's last lines.
 
 The data dir is private: 0700, and everything joust keeps there (the database, the API key,
@@ -34,6 +39,7 @@ from urllib.parse import urlsplit
 
 from .child_logs import Tail
 from .config import Settings
+from .orphans import ORPHAN_GRACE_S, SUPERVISOR_ENV
 from .redis_server import (
     PRIVATE_UMASK,
     RedisServer,
@@ -124,6 +130,7 @@ def child_env(settings: Settings) -> dict[str, str]:
     if settings.api_key:
         env["JOUST_API_KEY"] = settings.api_key
     env["JOUST_QUEUE"] = settings.queue_name
+    env[SUPERVISOR_ENV] = str(os.getpid())  # the role's watchdog ends it when we are gone (service.orphans)
     return env
 
 
@@ -249,7 +256,7 @@ class Supervisor:
                 child.restart_at = time.monotonic()
         return True
 
-    def stop(self, timeout_s: float = 15.0) -> None:
+    def stop(self, timeout_s: float = ORPHAN_GRACE_S) -> None:
         """SIGTERM every child (workers finish their job), then SIGKILL what is left."""
         self.stopping.set()
         stop_groups([c.proc for c in self.children if c.proc is not None], timeout_s)
@@ -281,19 +288,38 @@ def answers_ok(url: str) -> bool:
         return False
 
 
-def stop_groups(procs: list[subprocess.Popen], timeout_s: float) -> None:
+def stop_groups(procs: list[subprocess.Popen], timeout_s: float, poll_s: float = 0.05) -> None:
     """SIGTERM each process's group (each runs in its own session: a worker and RQ's scheduler
-    beside it), wait up to `timeout_s` in all, then SIGKILL the groups still running."""
+    beside it), wait up to `timeout_s` in all, then SIGKILL the groups still running: a leader
+    that ended may have left a member behind (a scheduler stuck on a dead Redis)."""
     alive = [p for p in procs if p.poll() is None]
     for proc in alive:
         _signal_group(proc, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     for proc in alive:
         try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
+            proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            pass
+    while time.monotonic() < deadline and any(group_alive(p.pid) for p in alive):
+        time.sleep(poll_s)
+    for proc in alive:
+        if proc.poll() is None or group_alive(proc.pid):
+            log.warning("process group %d did not stop within %.0f s: killing it", proc.pid, timeout_s)
             _signal_group(proc, signal.SIGKILL)
-            proc.wait()
+    for proc in alive:
+        proc.wait()
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process group still has a member."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

@@ -10,6 +10,10 @@ back (a store call is one transaction: one that failed changed nothing, unless t
 commit was what got lost), new matches wait before they are leased, and the reaper leaves expired
 leases alone.
 
+A full disk (`StoreFull`) is waited out the same way, with two differences: it needs no look
+of its own (the database said so; a read would answer, only writes fail), and the probe is a
+write (`ping_write`), so judging resumes within `every_s` of space being freed.
+
 Time is passed in (`sleep`, `clock`), so the waits are tested without a wall clock.
 """
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from service.store import StoreUnavailable
+from service.store import StoreFull, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +39,11 @@ class DatabaseWatch:
     def __init__(self, ping: Callable[[], Awaitable[object]], *, every_s: float = PROBE_EVERY_S,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  clock: Callable[[], float] = time.monotonic,
-                 on_back: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_back: Callable[[], Awaitable[None]] | None = None,
+                 ping_write: Callable[[], Awaitable[object]] | None = None) -> None:
         self._ping = ping
+        self._ping_write = ping_write or ping
+        self.full = False  # down for want of space: probed with a write
         self.every_s = every_s
         self._sleep = sleep
         self._clock = clock
@@ -67,18 +74,26 @@ class DatabaseWatch:
         probed until it answers); False when it answers, so the error was the call's own."""
         if self.down:
             return True
-        try:
-            await self._ping()
-        except StoreUnavailable:
-            pass
-        else:
-            return False
+        full = isinstance(error, StoreFull)
+        if not full:
+            try:
+                await self._ping()
+            except StoreUnavailable:
+                pass
+            else:
+                return False
         if not self.down:
             self._up.clear()
             self.down_since = self._clock()
             self.reason = error.reason
-            log.warning("the database does not answer (%s): matches in flight wait for it, no new one is taken",
-                        error.reason)
+            self.full = full
+            if full:
+                assert isinstance(error, StoreFull)
+                log.warning("the database's disk is full at %s (%s): matches in flight wait for space, no new one "
+                            "is taken", error.where, error.reason)
+            else:
+                log.warning("the database does not answer (%s): matches in flight wait for it, no new one is taken",
+                            error.reason)
             self._probe = asyncio.get_running_loop().create_task(self._until_back())
         return True
 
@@ -102,7 +117,7 @@ class DatabaseWatch:
         while True:
             await self._sleep(self.every_s)
             try:
-                await self._ping()
+                await (self._ping_write() if self.full else self._ping())
             except StoreUnavailable as exc:
                 self.reason = exc.reason
                 continue
@@ -115,7 +130,11 @@ class DatabaseWatch:
         lasted = self._clock() - (self.down_since or self._clock())
         self.down_since = None
         self._up.set()
-        log.warning("the database answers again after %.1f s: judging resumes", lasted)
+        if self.full:
+            log.warning("the database takes writes again after %.1f s (space was freed): judging resumes", lasted)
+        else:
+            log.warning("the database answers again after %.1f s: judging resumes", lasted)
+        self.full = False
         if self._on_back is not None:
             try:
                 await self._on_back()

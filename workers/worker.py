@@ -13,18 +13,29 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
+import signal
+from multiprocessing.context import ForkProcess
+from types import FrameType
 
 from redis import Redis
 from rq import Queue, SimpleWorker
+from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.job import Job
+from rq.scheduler import RQScheduler
+from rq.scheduler import run as run_scheduler
 from rq.serializers import JSONSerializer
 
 from leaderboard.reach import Reach
 from service.config import REACH_FIELD
+from service.orphans import die_with_parent
+
+from .stopping import STOPPING
 
 log = logging.getLogger(__name__)
 
 SERIALIZER = JSONSerializer
+SCHEDULER_STOP_S = 3.0  # RQ's scheduler ends within its 1 s tick; past this it is stuck on a dead Redis
 JOB_FUNCTIONS = frozenset({
     "workers.jobs.judge_match",
     "workers.analysis.analyse_tie",
@@ -66,6 +77,41 @@ class JoustWorker(SimpleWorker):
             return self._refuse(job, queue, f"it names {name!r}, which is not one of joust's job functions")
         return super().perform_job(job, queue)
 
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        """RQ's warm shutdown, marking the process as stopping first: from then on its Redis
+        calls give up within seconds (`workers.stopping`), as its Redis may be gone for good."""
+        STOPPING.mark()
+        super().request_stop(signum, frame)
+
+    def _start_scheduler(self, burst: bool = False, logging_level: str | None = "INFO",
+                         date_format: str = DEFAULT_LOGGING_DATE_FORMAT,
+                         log_format: str = DEFAULT_LOGGING_FORMAT) -> None:
+        """RQ's, with a scheduler process that dies with this worker (`DyingScheduler`)."""
+        if burst:  # no process: RQ's own does the one pass
+            return super()._start_scheduler(burst, logging_level, date_format, log_format)
+        self.scheduler = DyingScheduler(self.queues, connection=self.connection,
+                                        logging_level=logging_level if logging_level is not None else self.log.level,
+                                        date_format=date_format, log_format=log_format, serializer=self.serializer)
+        self.scheduler.acquire_locks()
+        if self.scheduler.acquired_locks:
+            self.scheduler.start()
+
+    def stop_scheduler(self) -> None:
+        """RQ's SIGTERM to its scheduler process, but a bounded wait (RQ's waits for ever, and a
+        scheduler retrying a dead Redis takes half a minute), then SIGKILL."""
+        process = self.scheduler._process if self.scheduler is not None else None
+        if process is None or process.pid is None or process.exitcode is not None:
+            return
+        try:
+            os.kill(process.pid, signal.SIGTERM)
+        except OSError:
+            pass
+        process.join(SCHEDULER_STOP_S)
+        if process.exitcode is None:
+            log.warning("RQ's scheduler (pid %d) did not stop within %.0f s: killing it", process.pid, SCHEDULER_STOP_S)
+            process.kill()
+            process.join()
+
     def unsubscribe(self) -> None:
         """RQ's unsubscribe in an order that never waits. RQ sends UNSUBSCRIBE, then stops the
         pubsub thread; the thread may already have read the reply and gone back to wait (RQ asks
@@ -88,3 +134,26 @@ class JoustWorker(SimpleWorker):
         log.error(message)
         self.handle_job_failure(job, queue, exc_string=f"{RefusedJob.__name__}: {message}")
         return False
+
+
+class DyingScheduler(RQScheduler):
+    """RQ's scheduler, its process told to die with the worker that forked it (a parent-death
+    signal and a watchdog, `service.orphans`): RQ's lives on when its worker is killed, holding
+    the queue's scheduler lock and outliving `joust up`."""
+
+    def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        """RQ's, marking the process as stopping: releasing its lock gives up on a dead Redis."""
+        STOPPING.mark()
+        super().request_stop(signum, frame)
+
+    def start(self) -> ForkProcess:
+        self._status = self.Status.STARTED
+        self._connection = None  # not shared across the fork (RQ's own start does the same)
+        self._process = ForkProcess(target=_run_dying_with, args=(self, os.getpid()), name="Scheduler")
+        self._process.start()
+        return self._process
+
+
+def _run_dying_with(scheduler: RQScheduler, parent: int) -> None:
+    die_with_parent(parent, grace_s=SCHEDULER_STOP_S)
+    run_scheduler(scheduler)

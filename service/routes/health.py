@@ -1,7 +1,11 @@
 """Health: for docker compose, load balancers and people. 200 only when every part answers: the
 database and Redis. Without Redis nothing is judged (workers wait, the scheduler retries), so a
 health check that said "ok" then would hide a stalled service; writes still work meanwhile
-(a tournament started then is stored and handed out by the scheduler once Redis is back)."""
+(a tournament started then is stored and handed out by the scheduler once Redis is back).
+
+A part out of space (`service.disk_space`) is "full", not "down", and `out_of_space` says where
+and why: the SQLite database's disk short of MIN_FREE_BYTES, or a Redis that refuses writes
+(MISCONF: it cannot write its files; OOM: it is at its maxmemory)."""
 from __future__ import annotations
 
 import logging
@@ -16,7 +20,8 @@ from redis.retry import Retry
 
 from service.api_models import HealthOut
 from service.config import Settings
-from service.store import Store
+from service.disk_space import Shortage, database_shortage, redis_shortage
+from service.store import Store, StoreFull
 
 from .common import get_settings, get_store
 
@@ -26,8 +31,9 @@ PROBE_TIMEOUT_S = 2.0
 
 DOWN = {
     "model": HealthOut,
-    "description": 'A part is down: `{"status": "down", "database": "ok"|"down", "redis": "ok"|"down"}` '
-                   "names which. Writes that need the queue are still stored and handed out once Redis is back.",
+    "description": 'A part is down: `{"status": "down", "database": "ok"|"down"|"full", "redis": "ok"|"down"|"full"}` '
+                   "names which; a part out of space is \"full\", and `out_of_space` lists `{part, where, reason}`. "
+                   "Writes that need the queue are still stored and handed out once Redis is back.",
 }
 
 
@@ -36,17 +42,42 @@ def health(
     store: Annotated[Store, Depends(get_store)], settings: Annotated[Settings, Depends(get_settings)]
 ) -> JSONResponse:
     """`{"status": "ok", "database": "ok", "redis": "ok"}`; 503 with `"status": "down"` when the
-    database or Redis does not answer."""
+    database or Redis does not answer, or one is out of space ("full", with `out_of_space`)."""
+    full: list[Shortage] = []
     database = "ok"
     try:
         store.list_tournaments(limit=1)
+    except StoreFull as exc:
+        full.append(Shortage("database", exc.where, exc.reason))
     except Exception as exc:  # any driver error means the same thing here
         log.warning("health: database check failed: %s", exc)
         database = "down"
-    redis_state = "ok" if _redis_answers(settings.redis_url) else "down"
+    if database == "ok" and not full and (short := database_shortage(store.url)) is not None:
+        full.append(short)
+    redis_state, short = _redis_state(settings.redis_url)
+    full += [short] if short is not None else []
+    if any(s.part == "database" for s in full):
+        database = "full"
+    for shortage in full:
+        log.warning("health: %s", shortage.line())
     up = database == "ok" and redis_state == "ok"
-    body = HealthOut(status="ok" if up else "down", database=database, redis=redis_state)
-    return JSONResponse(body.model_dump(), status_code=200 if up else 503)
+    body = HealthOut(status="ok" if up else "down", database=database, redis=redis_state,
+                     out_of_space=[s.as_json() for s in full] or None)  # type: ignore[misc]
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=200 if up else 503)
+
+
+def _redis_state(url: str | None) -> tuple[str, Shortage | None]:
+    """"ok", "down", or "full" with what it lacks."""
+    if not url:
+        return "down", None
+    probe = _probe(url)
+    try:
+        short = redis_shortage(probe)
+    finally:
+        probe.close()
+    if short is not None:
+        return "full", short
+    return ("ok" if _redis_answers(url) else "down"), None
 
 
 def _redis_answers(url: str | None) -> bool:
@@ -54,8 +85,7 @@ def _redis_answers(url: str | None) -> bool:
     outage by retrying, which would report a Redis that is down as up once it came back."""
     if not url:
         return False
-    probe = Redis.from_url(url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S,
-                           retry=Retry(NoBackoff(), 0))
+    probe = _probe(url)
     try:
         return bool(probe.ping())
     except (RedisError, OSError) as exc:
@@ -63,3 +93,8 @@ def _redis_answers(url: str | None) -> bool:
         return False
     finally:
         probe.close()
+
+
+def _probe(url: str) -> Redis:
+    return Redis.from_url(url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S,
+                          retry=Retry(NoBackoff(), 0))

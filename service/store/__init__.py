@@ -22,6 +22,7 @@ from .base import (
     NotFound,
     ReferenceMismatch,
     RetryRefused,
+    StoreFull,
     StoreUnavailable,
 )
 from .catalog import Catalog, OutputLength, TournamentName
@@ -59,7 +60,7 @@ from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
-           "StoreUnavailable", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
+           "StoreFull", "StoreUnavailable", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
            "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from sqlalchemy import case, create_engine, event, func, select, update
@@ -31,6 +32,7 @@ from leaderboard.spec import RunSpec
 from leaderboard.types import OrderPolicy, Submission, Winner
 
 from . import schema as s
+from . import space
 from .migrations import migrate
 
 ACTIVE = ("pending", "queued", "running")
@@ -62,15 +64,42 @@ class StoreUnavailable(Exception):
         self.reason = reason
 
 
-def unavailable(exc: BaseException) -> StoreUnavailable | None:
+class StoreFull(StoreUnavailable):
+    """The database's disk is full: the write changed nothing, reads still work, and writes fail
+    until space is freed. The API answers 507 with `reason` (the driver's words for it, never a
+    path inside the server) and `where` (the SQLite file, or the PostgreSQL server); a worker
+    holds its matches as through an outage, probing with a write (`Database.ping_write`)."""
+
+    def __init__(self, reason: str, where: str = "") -> None:
+        super().__init__(reason)
+        self.where = where
+
+
+# What each backend says when its disk is full: SQLite's SQLITE_FULL, PostgreSQL's SQLSTATE 53100
+# (disk_full: "could not extend file ...: No space left on device") and an ENOSPC passed through.
+FULL_DISK_WORDS = ("database or disk is full", "no space left on device", "disk full")
+DISK_FULL_SQLSTATE = "53100"
+
+
+def full_disk_words(text: str) -> str | None:
+    """The words of `text` that say a disk is full (as they appear in FULL_DISK_WORDS), or None."""
+    lowered = text.lower()
+    return next((words for words in FULL_DISK_WORDS if words in lowered), None)
+
+
+def unavailable(exc: BaseException, where: str = "") -> StoreUnavailable | None:
     """`exc` as a StoreUnavailable when it says the database cannot be reached (a driver's
-    OperationalError or InterfaceError, or a connection found dead mid-statement); None for
-    anything else (a constraint, a bug), which must not be mistaken for an outage."""
+    OperationalError or InterfaceError, or a connection found dead mid-statement), as a StoreFull
+    when it says its disk is full; None for anything else (a constraint, a bug), which must not
+    be mistaken for an outage."""
     if isinstance(exc, (OperationalError, InterfaceError)) or (
         isinstance(exc, DBAPIError) and exc.connection_invalidated
     ):
         original = getattr(exc, "orig", None) or exc
         first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+        words = full_disk_words(str(original))
+        if words is not None or getattr(original, "sqlstate", None) == DISK_FULL_SQLSTATE:
+            return StoreFull(f"{type(original).__name__}: {words or 'disk full'}", where)
         return StoreUnavailable(f"{type(original).__name__}: {first}"[:300])
     return None
 
@@ -179,19 +208,34 @@ class Database:
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
         self._postgres = self.engine.dialect.name == "postgresql"
-        with self._write(shown=False) as conn:
+        database = self.engine.url.database
+        self._sqlite_dir = Path(database).resolve().parent if not self._postgres and database and database != ":memory:" \
+            else None
+        with self._write(shown=False, spare=False) as conn:  # a start on a full disk still serves reads
             migrate(conn)
 
     def close(self) -> None:
         """Release the connection pool."""
         self.engine.dispose()
 
+    @property
+    def where(self) -> str:
+        """Where the data lives, for a person told its disk is full: the SQLite file, or the
+        PostgreSQL server (its address, never its password)."""
+        url = self.engine.url
+        if not self._postgres and url.database:
+            return str(Path(url.database).resolve())
+        return f"{url.get_backend_name()} at {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
+
     @contextmanager
-    def _write(self, *, shown: bool = True) -> Iterator[Connection]:
+    def _write(self, *, shown: bool = True, spare: bool = True) -> Iterator[Connection]:
         """One write transaction; unless `shown` is False (nothing a page shows can change), it
         moves the `changes` counter as it commits. A transaction that raises moves nothing.
-        Raises StoreUnavailable when the database cannot be reached."""
-        with _outage_as_unavailable(), self.engine.connect().execution_options(immediate=True) as conn:
+        Raises StoreUnavailable when the database cannot be reached, StoreFull (before anything
+        begins) when a SQLite database's disk is short of `space.MIN_FREE_BYTES`."""
+        if spare and self._sqlite_dir is not None and (short := space.shortage(self._sqlite_dir)) is not None:
+            raise StoreFull(short, self.where)
+        with _outage_as_unavailable(self.where), self.engine.connect().execution_options(immediate=True) as conn:
             with conn.begin():
                 if self._postgres:  # wait for the writer before us to commit (see the module doc)
                     conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK)))
@@ -203,7 +247,7 @@ class Database:
     def _read(self) -> Iterator[Connection]:
         """One read transaction (one snapshot); raises StoreUnavailable when the database cannot
         be reached."""
-        with _outage_as_unavailable(), self.engine.connect() as conn:
+        with _outage_as_unavailable(self.where), self.engine.connect() as conn:
             if self._postgres:  # one snapshot for the whole read, as on SQLite
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
@@ -214,15 +258,21 @@ class Database:
         with self._read() as conn:
             conn.execute(select(1))
 
+    def ping_write(self) -> None:
+        """Raise StoreUnavailable (StoreFull: its disk is full) unless the database takes a write:
+        the `changes` counter moved, which nothing shows but the pages' "anything new?" look."""
+        with self._write() as conn:
+            conn.execute(select(1))
+
 
 @contextmanager
-def _outage_as_unavailable() -> Iterator[None]:
+def _outage_as_unavailable(where: str = "") -> Iterator[None]:
     """Turn a driver's word that the database cannot be reached into StoreUnavailable, the one
     error above the store that means "try again once it is back"."""
     try:
         yield
     except DBAPIError as exc:
-        down = unavailable(exc)
+        down = unavailable(exc, where)
         if down is None:
             raise
         raise down from exc
