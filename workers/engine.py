@@ -35,6 +35,7 @@ import contextvars
 import logging
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Coroutine
 from datetime import timedelta
@@ -43,9 +44,6 @@ from typing import Any, TypeVar
 from redis import Redis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
-from redis.asyncio.retry import Retry as AsyncRetry
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from leaderboard.types import MatchOutcome
 from service.config import Settings
@@ -62,6 +60,7 @@ from .match import Deps, judge_one
 from .outage import DatabaseWatch
 from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
+from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (REDIS_RETRIES: named here before)
 from .unrecorded import UnrecordedCharges
 from .worker import job_queue
 
@@ -74,15 +73,12 @@ REDIS_CONNECTIONS = 48
 # Every Redis call of a worker process rides out an outage of about 30 s (0.1, 0.2, 0.4, 0.8,
 # then 1 s between tries): a restarted Redis (`joust up` brings its own back within a second or
 # two, a container takes a few) is waited for instead of failing the matches in flight, whose
-# calls are paid already. redis-py's asyncio pools retry nothing by default.
-REDIS_RETRIES = 34
+# calls are paid already. redis-py's asyncio pools retry nothing by default. A worker told to
+# stop gives up after `workers.stopping.GIVE_UP_AFTER_S`: its Redis may be gone for good.
 REDIS_CONNECT_TIMEOUT_S = 5.0
-
-
-def redis_retry(*, asynchronous: bool = False) -> Retry | AsyncRetry:
-    """The retry policy of a worker's Redis connections (see REDIS_RETRIES)."""
-    backoff = ExponentialBackoff(cap=1.0, base=0.05)
-    return AsyncRetry(backoff, REDIS_RETRIES) if asynchronous else Retry(backoff, REDIS_RETRIES)
+# RQ's scheduler moves a delayed job onto the queue within a second of its time; one this late
+# waits on a scheduler that is not running, and the reaper moves it (`Engine.move_overdue`).
+OVERDUE_S = 5.0
 
 
 def connect(url: str) -> Redis:
@@ -128,7 +124,8 @@ class Engine:
                 self.settings.redis_url, max_connections=8, timeout=60, **riding))
         self._slots = asyncio.Semaphore(self.settings.matches_in_flight)
         self.charges = UnrecordedCharges(aredis, self.store, self.io_once) if aredis is not None else None
-        self.database = DatabaseWatch(lambda: self.io_once(self.store.ping), on_back=self._caught_up)
+        self.database = DatabaseWatch(lambda: self.io_once(self.store.ping), on_back=self._caught_up,
+                                      ping_write=lambda: self.io_once(self.store.ping_write))
         deps = Deps(
             settings=self.settings,
             store=self.store,
@@ -213,6 +210,8 @@ class Engine:
         while True:
             try:
                 await self._reap(deps)
+                if self.queue is not None:
+                    await self.io_once(self.move_overdue)
                 if self.charges is not None and not self.database.down:
                     await self.charges.flush()
             except asyncio.CancelledError:
@@ -220,6 +219,25 @@ class Engine:
             except Exception:  # keep reaping through a Redis or database hiccup
                 log.exception("reaping lost matches failed")
             await asyncio.sleep(self.settings.lease_ttl_s / 2)
+
+    def move_overdue(self) -> list[str]:
+        """Put on the queue the delayed jobs (retries, twins' waits, requeues) overdue by
+        `OVERDUE_S`. RQ's scheduler moves them, in one worker process only (a lock that outlives
+        a killed holder by a minute, retaken at RQ's maintenance interval, ten minutes), so after
+        that worker is killed nobody moved them for minutes. One taker per job: the one whose
+        ZREM removes it from the schedule enqueues it."""
+        assert self.queue is not None and self.redis is not None
+        registry = self.queue.scheduled_job_registry
+        moved = []
+        for job_id in registry.get_jobs_to_schedule(int(time.time() - OVERDUE_S)):
+            if self.redis.zrem(registry.key, job_id):
+                job = self.queue.fetch_job(job_id)
+                if job is not None:
+                    self.queue.enqueue_job(job)
+                    moved.append(job_id)
+        if moved:
+            log.warning("put %d overdue delayed jobs on the queue (RQ's scheduler is not running)", len(moved))
+        return moved
 
     async def _reap(self, deps: Deps) -> list[int]:
         """Hand out again the matches whose lease expired (in any process). Nothing is taken
