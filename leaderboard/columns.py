@@ -15,16 +15,15 @@ different string objects still count as one player. Validation is vectorised.
 """
 from __future__ import annotations
 
-import ctypes
 import math
-import platform
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .battles import BattleTable, unpack
+from .battle_table import BattleTable, unpack
+from .object_ids import identities
 from .types import Battle, Winner
 
 SCORES: dict[Any, float] = {
@@ -38,51 +37,6 @@ REQUIRED = ("model_a", "model_b", "winner")
 
 def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def _list_ids(values: list[Any]) -> np.ndarray:
-    """The item pointers of a CPython list, copied from its item array in one go."""
-    items = ctypes.c_void_p.from_address(id(values) + _LIST_ITEMS).value
-    return np.ctypeslib.as_array((ctypes.c_ssize_t * len(values)).from_address(items)).copy()
-
-
-def _list_layout_known() -> bool:
-    """Whether this interpreter lays a list out as `_list_ids` reads it: checked on a probe
-    list against `id`, so another layout (a free-threaded build, another version) is never read."""
-    if platform.python_implementation() != "CPython" or np.dtype(object).itemsize != np.dtype(np.intp).itemsize:
-        return False
-    probe = [object(), object(), "probe", 3]
-    try:
-        size = ctypes.c_ssize_t.from_address(id(probe) + _LIST_ITEMS - ctypes.sizeof(ctypes.c_ssize_t)).value
-        return size == len(probe) and _list_ids(probe).tolist() == [id(x) for x in probe]
-    except (ValueError, TypeError, OSError):
-        return False
-
-
-_LIST_ITEMS = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyListObject: refcount, type, size, then ob_item
-LIST_LAYOUT = _list_layout_known()
-
-
-def identities(values: list[Any] | np.ndarray) -> np.ndarray:
-    """`id` of every item, as machine words.
-
-    In CPython an object's id is its address, and both a list and an object array hold exactly
-    those addresses: a list's are copied straight from its item array (~0.5 ns an item, checked
-    at import against `id`: `LIST_LAYOUT`), an object array's read from its buffer; filling an
-    object array first cost ~10 ns an item, calling `id` item by item ~50-100 ns (at a million
-    battles, 10-20 ms of a fit from Python objects). Elsewhere `id` is called per item. The list
-    must not change while it is read (joust's own lists are its own; a caller's is the caller's).
-    """
-    m = len(values)
-    if m and LIST_LAYOUT and type(values) is list:
-        return _list_ids(values)
-    if m == 0 or platform.python_implementation() != "CPython" or np.dtype(object).itemsize != np.dtype(np.intp).itemsize:
-        return np.fromiter(map(id, values), dtype=np.intp, count=m)
-    if isinstance(values, np.ndarray):  # an object column (a DataFrame's): its buffer already is the ids
-        held = np.ascontiguousarray(values)
-    else:
-        held = np.fromiter(values, dtype=object, count=m)  # keeps every item alive while it is read
-    return np.ctypeslib.as_array((ctypes.c_ssize_t * m).from_address(held.ctypes.data)).copy()
 
 
 def factorize(values: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, list[Any]]:

@@ -161,7 +161,8 @@ def test_other_or_malformed_columns_go_the_tables_way(columns) -> None:
 
 
 def test_list_identities_match_id_and_winners_and_weights_take_the_fast_paths() -> None:
-    from leaderboard.columns import LIST_LAYOUT, _weights_of, _winner_scores, identities
+    from leaderboard.columns import _weights_of, _winner_scores
+    from leaderboard.object_ids import LIST_LAYOUT, identities
     items = [object(), "x", 3, None, Winner.A] * 3
     assert identities(items).tolist() == [id(x) for x in items]
     assert LIST_LAYOUT  # CPython 3.11 on 64-bit: the list is read directly (else only slower)
@@ -174,3 +175,19 @@ def test_list_identities_match_id_and_winners_and_weights_take_the_fast_paths() 
     nan = float("nan")
     with pytest.raises(ValueError, match="weights must be >= 0"):
         from_columns(["a"] * 2, ["b"] * 2, ["A"] * 2, None, [nan, nan])
+
+
+@pytest.mark.parametrize("portable", [False, True])
+def test_both_paths_to_the_identities_give_id_of_every_item(portable: bool) -> None:
+    """The ctypes fast path (a list's item array, an object array's buffer) and the portable
+    one (`id` per item) agree on lists, object arrays, a DataFrame's column, tuples and empties."""
+    import numpy as np
+    import pandas as pd
+
+    from leaderboard.object_ids import identities
+    items = [object(), "x", 3, None, Winner.A, 2.5] * 50
+    column = pd.DataFrame({"w": items})["w"].to_numpy()
+    for values in (items, np.array(items, dtype=object), column, tuple(items), [], np.array([], dtype=object)):
+        found = identities(values, portable=portable)
+        assert found.dtype == np.intp
+        assert found.tolist() == [id(x) for x in values]
