@@ -499,7 +499,7 @@ class LeaderboardOut(BaseModel):
 
 
 class ShortageOut(BaseModel):
-    """A part that cannot write for want of space (`service.disk_space.Shortage`)."""
+    """A part that cannot write for want of space (`service.store.shortage.Shortage`)."""
 
     part: str
     where: str

@@ -53,7 +53,6 @@ from service.api_models import check_judge_spec
 from service.auth import private_reads
 from service.boards import BoardCache
 from service.config import Settings
-from service.disk_space import redis_full_reason
 from service.flag_cache import FlagCache
 from service.judge_health_cache import JudgeHealthCache
 from service.logs import RequestId
@@ -78,7 +77,7 @@ from service.routes import (
 from service.routes.common import ApiError, describe_errors
 from service.routes.page import prepared_boards
 from service.routes.winrate import winrate_cache
-from service.store import Conflict, NotFound, Store, StoreFull, StoreUnavailable
+from service.store import Conflict, NotFound, Store, StoreFull, StoreUnavailable, redis_full_reason
 
 log = logging.getLogger(__name__)
 

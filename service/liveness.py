@@ -6,7 +6,7 @@ RQ registration also carries which judges it can reach (`service.credentials`), 
 reads when it holds no key of its own.
 
 A process that is alive but cannot work for want of space (Redis refusing writes, the SQLite
-database's disk full: `service.disk_space`) fails the healthcheck too, saying which and where.
+database's disk full: `service.store.shortage`) fails the healthcheck too, saying which and where.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rq import Queue, Worker
 from leaderboard.reach import Reach
 
 from .config import REACH_FIELD
-from .disk_space import Shortage, database_shortage, redis_shortage
+from .store import Shortage, database_shortage, redis_shortage
 
 SCHEDULER_BEAT = "joust:scheduler:beat:{host}"
 

@@ -53,9 +53,20 @@ def test_service_never_imports_workers_or_an_sdk(path: Path) -> None:
 def test_workers_use_only_config_and_store_of_the_service(path: Path) -> None:
     bad = {
         name for name in imports_of(path)
-        if name.startswith("service") and name not in {"service.config", "service.store"}
+        if name.startswith("service") and name not in {"service.config", "service.store", *LEAVES}
     }
     assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+LEAVES = {"service.orphans"}
+"""Modules of the service that import nothing of joust (a process's lifetime): below every layer."""
+
+
+@pytest.mark.parametrize("leaf", sorted(LEAVES))
+def test_the_leaves_workers_may_use_import_nothing_of_joust(leaf: str) -> None:
+    path = REPO / (leaf.replace(".", "/") + ".py")
+    bad = {name for name in imports_of(path) if name.split(".")[0] in {"service", "workers", "leaderboard", "joust"}}
+    assert not bad, f"{leaf} imports {sorted(bad)}: a leaf imports nothing of joust"
 
 
 @pytest.mark.parametrize("path", modules("joust"), ids=lambda p: p.relative_to(REPO).as_posix())

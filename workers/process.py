@@ -28,7 +28,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from service.config import Settings
-from service.disk_space import redis_full_reason
+from service.store import redis_full_reason
 
 from . import logcontext, runtime
 from .engine import connect

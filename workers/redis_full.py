@@ -19,7 +19,7 @@ from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 
-from service.disk_space import redis_full_reason
+from service.store import redis_full_reason
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ database and Redis. Without Redis nothing is judged (workers wait, the scheduler
 health check that said "ok" then would hide a stalled service; writes still work meanwhile
 (a tournament started then is stored and handed out by the scheduler once Redis is back).
 
-A part out of space (`service.disk_space`) is "full", not "down", and `out_of_space` says where
+A part out of space (`service.store.shortage`) is "full", not "down", and `out_of_space` says where
 and why: the SQLite database's disk short of MIN_FREE_BYTES, or a Redis that refuses writes
 (MISCONF: it cannot write its files; OOM: it is at its maxmemory)."""
 from __future__ import annotations
@@ -20,8 +20,7 @@ from redis.retry import Retry
 
 from service.api_models import HealthOut
 from service.config import Settings
-from service.disk_space import Shortage, database_shortage, redis_shortage
-from service.store import Store, StoreFull
+from service.store import Shortage, Store, StoreFull, database_shortage, redis_shortage
 
 from .common import get_settings, get_store
 

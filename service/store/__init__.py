@@ -26,6 +26,7 @@ from .base import (
     StoreUnavailable,
 )
 from .catalog import Catalog, OutputLength, TournamentName
+from .shortage import Shortage, database_shortage, redis_full_reason, redis_shortage
 from .batches import (
     BatchCounts,
     Batches,
@@ -60,7 +61,7 @@ from .votes import StoredVote, VoteChanged, Votes
 
 __all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
            "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
-           "StoreFull", "StoreUnavailable", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
+           "StoreFull", "StoreUnavailable", "Shortage", "database_shortage", "redis_full_reason", "redis_shortage", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
            "JudgementSummary", "Result", "Shown", "SideSummary"]
 
 

@@ -20,7 +20,7 @@ from redis import Redis
 from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 from sqlalchemy.engine import make_url
 
-from service.store.space import MIN_FREE_BYTES, shortage
+from .space import MIN_FREE_BYTES, shortage
 
 
 @dataclass(frozen=True)
