@@ -7,6 +7,13 @@ the docs work without a network and trust no CDN. The page that starts it has no
 ReDoc is not served: its styles are injected inline, which that policy forbids.
 
 Only the files named here are served: nothing else in either directory is reachable.
+
+The manual (docs/, built by `mkdocs build` into site/ in joust's checkout, see mkdocs.yml) is
+served at /docs/guide/ when it has been built, so that a deployed joust carries its own manual;
+when it has not, /docs/guide answers 404 saying how to build it. Only files inside site/ are
+served. Material's pages carry small inline scripts and styles, so the manual's answers carry a
+Content-Security-Policy of their own that allows those (and search's worker), and nothing from
+another origin.
 """
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 
 from .common import ApiError
 
@@ -37,6 +44,21 @@ STATIC_FILES = {name: STATIC / name for name in (
     # pages in a browser (tests/test_browser.py) without a CDN.
     "axe.min.js",
 )}
+
+# Where `mkdocs build` writes the manual in a checkout (mkdocs.yml's site_dir).
+GUIDE = Path(__file__).resolve().parents[2] / "site"
+GUIDE_NOT_BUILT = ("the manual is not built here: in joust's checkout run `.venv/bin/mkdocs build` "
+                   "(the dev extra installs MkDocs), which writes site/; then reload /docs/guide/")
+GUIDE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self' 'unsafe-inline' blob:; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
+        "frame-src 'self' blob: data:; child-src 'self' blob: data:; form-action 'self'; base-uri 'self'; "
+        "frame-ancestors 'self'"
+    ),
+    "X-Frame-Options": "SAMEORIGIN",
+    "Cache-Control": "public, max-age=300",
+}
 
 DOCS_PAGE = """<!doctype html>
 <html lang="en">
@@ -74,6 +96,32 @@ def openapi(request: Request) -> JSONResponse:
 def docs() -> HTMLResponse:
     """Swagger UI over /openapi.json (its URLs are relative, so a proxy prefix keeps working)."""
     return HTMLResponse(DOCS_PAGE)
+
+
+@router.get("/docs/guide")
+def guide_root() -> RedirectResponse:
+    """The manual's front page (relative, so a proxy prefix keeps working)."""
+    return RedirectResponse("guide/index.html", status_code=307)
+
+
+@router.get("/docs/guide/{path:path}")
+def guide_file(path: str) -> FileResponse:
+    """A file of the built manual (site/); 404 saying how to build it when it is not built."""
+    return FileResponse(guide_path(GUIDE, path), headers=GUIDE_HEADERS)
+
+
+def guide_path(root: Path, path: str) -> Path:
+    """The file of the built manual under `root` that `path` names (a folder: its index.html);
+    ApiError 404 when the manual is not built, or `path` names nothing inside it."""
+    root = root.resolve()
+    if not (root / "index.html").is_file():
+        raise ApiError(404, GUIDE_NOT_BUILT)
+    target = (root / path).resolve()
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.is_relative_to(root) or not target.is_file():
+        raise ApiError(404, f"no such page in the manual: /docs/guide/{path}")
+    return target
 
 
 @router.get("/docs/{name}")
