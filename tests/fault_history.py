@@ -28,8 +28,10 @@ Three sources meet here, each read once the run is over:
   replies that died with a killed process may be so (at most the calls in flight at the kills);
   below zero, a call was charged twice;
 - `bad_answers`: API answers 500-599 other than a 503 that says why (an `error` text, or the
-  health view naming the part that is down). Unreachable (no answer: the API itself was killed
-  or frozen) is counted apart, never a 5xx.
+  health view naming the part that is down or full), and a 507 that says which part is out of
+  space, where and why, while a disk was full (`DISK`: from its fill until `ANSWER_SLACK_S`
+  after it was freed; a 507 at any other time is bad). Unreachable (no answer: the API itself
+  was killed or frozen) is counted apart, never a 5xx.
 
 `Verdict.problems()` lists what breaks a promise; a test asserts it is empty, a bench prints it.
 """
@@ -42,6 +44,11 @@ from typing import Any, Iterable
 
 # Faults whose processes die with what they held: their calls in flight may never be counted.
 KILLS = frozenset({"kill"})
+# A full disk is the part "disk", filled ("fill") then freed ("free").
+DISK = "disk"
+# An answer is recorded when it arrives: one asked before the disk was freed may arrive after
+# (the clients wait up to 5 s, tests/fault_clients.py), still saying 507.
+ANSWER_SLACK_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -50,13 +57,13 @@ class FaultEvent:
 
     at: float  # time.monotonic()
     part: str  # "worker-0", "redis", "postgres", "supervisor", "provider", "machine-2", ...
-    action: str  # "kill", "freeze", "thaw", "cut", "heal", "restart", "back", "storm", "calm", ...
+    action: str  # "kill", "freeze", "thaw", "cut", "heal", "restart", "back", "storm", "calm", "fill", "free", ...
     in_flight: int = 0  # the provider's requests in flight at that moment
     note: str = ""
 
     @property
     def is_fault(self) -> bool:
-        return self.action not in ("thaw", "heal", "back", "calm")
+        return self.action not in ("thaw", "heal", "back", "calm", "free")
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,14 @@ class History:
             if event.part == fault.part and event.at >= fault.at and not event.is_fault:
                 return event.at
         return fault.at
+
+    def full_disk(self) -> list[tuple[float, float]]:
+        """When a disk was full: (filled, freed) for each fill (one never freed: to the end)."""
+        spans = []
+        for fill in (f for f in self.faults() if f.part == DISK):
+            freed = [e.at for e in self.events if e.part == DISK and e.action == "free" and e.at >= fill.at]
+            spans.append((fill.at, min(freed, default=float("inf"))))
+        return spans
 
 
 @dataclass(frozen=True)
@@ -178,13 +193,40 @@ class Verdict:
 
 
 def reasoned_503(answer: ApiAnswer) -> bool:
-    """A 503 that says why: an error text, or the health view naming a part that is down."""
+    """A 503 that says why: an error text, or the health view naming a part that is down or
+    full (a full one with where and why: `out_of_space`)."""
     body = answer.body
     if answer.status != 503 or not isinstance(body, dict):
         return False
-    if isinstance(body.get("error"), str) and body["error"].strip():
+    if _said(body, "error"):
         return True
-    return body.get("status") == "down" and any(v == "down" for k, v in body.items() if k != "status")
+    if body.get("status") != "down":
+        return False
+    parts = {k: v for k, v in body.items() if k not in ("status", "out_of_space")}
+    if any(v == "down" for v in parts.values()):
+        return True
+    said = {short.get("part") for short in body.get("out_of_space") or [] if isinstance(short, dict)
+            and _said(short, "where") and _said(short, "reason")}
+    return any(v == "full" for v in parts.values()) and all(k in said for k, v in parts.items() if v == "full")
+
+
+def reasoned_507(answer: ApiAnswer) -> bool:
+    """A 507 that says which part is out of space, where, and why (`service.app.out_of_space`)."""
+    body = answer.body
+    return answer.status == 507 and isinstance(body, dict) and all(_said(body, k) for k in ("error", "part", "where", "reason"))
+
+
+def _said(body: dict, key: str) -> bool:
+    return isinstance(body.get(key), str) and bool(body[key].strip())
+
+
+def bad_answer(answer: ApiAnswer, full: list[tuple[float, float]]) -> bool:
+    """A 5xx that breaks the rule (see the module docstring); `full`: when a disk was full."""
+    if not 500 <= answer.status <= 599 or reasoned_503(answer):
+        return False
+    if reasoned_507(answer):
+        return not any(filled <= answer.at <= freed + ANSWER_SLACK_S for filled, freed in full)
+    return True
 
 
 def check(history: History, state: FinalState, paid: Iterable[Paid]) -> Verdict:
@@ -210,6 +252,7 @@ def check(history: History, state: FinalState, paid: Iterable[Paid]) -> Verdict:
     delivered = Counter(p.prompt for p in paid if p.delivered)
     faults = history.faults()
     answers = history.answers
+    full = history.full_disk()
     return Verdict(
         matches=len(state.matches),
         done=sum(m.status == "done" for m in state.matches),
@@ -222,7 +265,7 @@ def check(history: History, state: FinalState, paid: Iterable[Paid]) -> Verdict:
         recorded=sum(j.calls for j in state.judgements if j.id in used),
         in_flight_at_faults=sum(f.in_flight for f in faults if f.part != "provider"),
         in_flight_at_kills=sum(f.in_flight for f in faults if f.action in KILLS),
-        bad_answers=[a for a in answers if 500 <= a.status <= 599 and not reasoned_503(a)],
+        bad_answers=[a for a in answers if bad_answer(a, full)],
         unreachable=sum(a.status == 0 for a in answers),
         answers=len(answers),
         recovery_s=recoveries(history, state),

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,15 +26,20 @@ from sqlalchemy import event
 
 from service.app import create_app
 from service.config import Settings
+from service.redis_server import RedisServer
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic
 from tests.joust_up import start_joust, stop_joust
+from workers.engine import JUDGE_MATCH
+from workers.redis_full import refusal, wait_until_writable
+from workers.worker import job_queue
 
 POLL_S = 0.05
 BOUND_S = 60  # a bound for a state to come, not a measure
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 DISK = "16m"  # the data dir at start, a run's writes, and room to fill
+LEASE_TTL_S = 2.0  # matches stranded by the full disk come home a lease ttl after it is freed
 
 
 def wait_for(condition: Callable[[], object], within: float, what: str) -> float:
@@ -45,19 +51,33 @@ def wait_for(condition: Callable[[], object], within: float, what: str) -> float
     return time.monotonic() - began
 
 
+def mount_tmpfs(mount: Path, size: str) -> str | None:
+    """Mount a tmpfs of `size` ("16m") at `mount` (made if missing): None once mounted, else why
+    it cannot be (root only). `unmount` it at the end. tests/test_fault_schedule.py uses it too."""
+    mount.mkdir(parents=True, exist_ok=True)
+    try:
+        made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                              capture_output=True, text=True)
+    except OSError as exc:
+        return f"cannot mount a tmpfs: {exc}"
+    return None if made.returncode == 0 else f"cannot mount a tmpfs (root only): {made.stderr.strip()}"
+
+
+def unmount(mount: Path) -> None:
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A small tmpfs of the test's own, unmounted at the end."""
     mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK}", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs (root only): {made.stderr.strip()}")
+    why = mount_tmpfs(mount, DISK)
+    if why is not None:
+        pytest.skip(why)
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        unmount(mount)
 
 
 def fill(disk: Path) -> Path:
@@ -106,13 +126,20 @@ def test_a_full_data_dir_is_named_waited_out_and_judging_resumes_once_space_is_f
         disk: Path, tmp_path: Path) -> None:
     """`joust up` with its data dir (SQLite, Redis) on a tmpfs, mid-run; the disk is filled.
     A worker started meanwhile meets a Redis that refuses writes: it used to exit at once (and
-    `joust up` restarted its own into the same refusal). Prints the resume time. Over 20 s: the
-    matches in flight when Redis began refusing writes could not give their leases back, so
-    they come home through the scheduler's lost-job sweep (about a minute), which the test waits
-    for to show that nothing is lost."""
+    `joust up` restarted its own into the same refusal). Prints the resume time.
+
+    The matches in flight when Redis began refusing writes could neither give their leases back
+    nor release their claims: both lapse after the lease ttl, and a reaper hands the matches out
+    again once Redis takes writes. Leases of LEASE_TTL_S (the default is 15 s) and the
+    scheduler's lost-job sweep kept out of it (JOUST_MATCH_TIMEOUT=600) show that the workers'
+    own recovery brings them home: judging resumes about 0.4 s after space is freed and the rest
+    of the run (36 matches at 0.2 s a call) is done about 11 s later. Over 20 s (about 30 s in
+    all): `joust up` starting, the run before and after the fill, and a second worker process
+    started into the refusal; it was 30 s more, waiting on the sweep and on claims of the
+    default ttl."""
     data = disk / "data"
     with FakeAnthropic(latency_s=0.2) as fake:
-        joust = start_joust(data, fake, workers=2)
+        joust = start_joust(data, fake, workers=2, JOUST_LEASE_TTL=str(LEASE_TTL_S), JOUST_MATCH_TIMEOUT="600")
         try:
             subs = [{"question": f"q{i}", "model": m, "output": f"{m} says {i}"} for i in range(6) for m in "abcd"]
             assert joust.call("POST", "/api/submissions", subs)[0] == 201
@@ -169,6 +196,9 @@ def test_a_full_data_dir_is_named_waited_out_and_judging_resumes_once_space_is_f
                 view = joust.wait_done(run["id"])
                 print(f"\nspace freed to judging again: {resumed:.2f} s; to the run done: {time.monotonic() - freed:.2f} s")
                 assert (view["status"], view["matches_done"]) == ("done", view["matches_total"]), view
+                # what Redis's refusal stranded came home through the leases, not the sweep (kept out above)
+                stranded = any("judging it failed" in line for line in joust.lines)
+                assert not stranded or any("handed out again" in line for line in joust.lines), joust.lines[-40:]
                 assert joust.call("GET", "/api/health")[0] == 200
                 stored = joust.call("POST", "/api/submissions", new)
                 assert stored[0] == 201 and stored[1]["submissions"][0]["created"], stored  # the refused one was not
@@ -184,3 +214,40 @@ def test_a_full_data_dir_is_named_waited_out_and_judging_resumes_once_space_is_f
                     extra.wait()
         finally:
             stop_joust(joust)
+
+
+def test_a_job_taken_as_redis_began_refusing_writes_goes_back_on_its_queue(
+        disk: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault schedule: RQ takes a job by moving it to its queue's intermediate list,
+    registers an execution, then starts it with a third write; Redis refused that one, and the
+    job sat in the intermediate list, still "queued" (its match waited for the scheduler's
+    lost-job sweep). Now the worker that waits for Redis puts it back at the front of its queue
+    once Redis takes writes, and drops its execution; a job that did start is left alone."""
+    with RedisServer(disk / "redis", persistence=True) as server:
+        redis = server.client()
+        queue = job_queue(redis, "full")
+        stranded, started, waiting = (queue.enqueue(JUDGE_MATCH, i) for i in (1, 2, 3))
+        for job in (stranded, started):  # RQ's dequeue (BLMOVE) and its execution, for two jobs
+            redis.lmove(queue.key, queue.intermediate_queue_key)
+            redis.zadd(queue.started_job_registry.key, {f"{job.id}:run": time.time() + 60})
+        redis.hset(started.key, "status", "started")  # this one's start went through
+        filler = fill(disk)
+        wait_for(lambda: refusal(redis) is not None, BOUND_S, "Redis never refused a write")
+        stop, result = threading.Event(), []
+        waiter = threading.Thread(target=lambda: result.append(
+            wait_until_writable(redis, refusal(redis) or "", stop, poll_s=POLL_S)))
+        waiter.start()
+        try:
+            wait_for(lambda: any("refuses writes" in r.getMessage() for r in caplog.records), BOUND_S,
+                     "the worker never began to wait")
+            assert queue.job_ids == [waiting.id]  # nothing moves while Redis refuses writes
+            filler.unlink()
+            waiter.join(BOUND_S)
+        finally:
+            stop.set()
+            waiter.join()
+        assert result == [True]
+        assert queue.job_ids == [stranded.id, waiting.id]
+        assert redis.lrange(queue.intermediate_queue_key, 0, -1) == [started.id.encode()]
+        assert redis.zrange(queue.started_job_registry.key, 0, -1) == [f"{started.id}:run".encode()]
+        redis.close()
