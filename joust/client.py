@@ -11,7 +11,9 @@ sleep `wait` uses are passed in, so a test can run a wait without waiting.
 """
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,8 +27,7 @@ from .humans import Humans, packed
 from .progress import Bar, Progress
 from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
 
-# pandas and numpy (through .frames) are imported by the calls that use them, not here: `import
-# joust` stays light for the `joust` command line, whose process roles never call the client.
+# pandas and numpy (.frames) are imported by the calls that use them: `import joust` stays light for the CLI.
 if TYPE_CHECKING:
     import pandas as pd
     from typing_extensions import Self
@@ -47,6 +48,19 @@ def tournament_id(tournament: TournamentRef) -> int:
         return int(tournament)
     raise TypeError(f"a tournament is its id or the Tournament the client returned, not {type(tournament).__name__}"
                     + (" (a dry run creates no tournament)" if isinstance(tournament, DryRun) else ""))
+
+
+def _tls(url: str) -> ssl.SSLContext:
+    """The TLS context of a client of `url`. Reading the CA bundle takes about 20 ms, which every
+    command of the CLI would pay: an https URL gets the default context (httpx's: certifi's CAs, or
+    SSL_CERT_FILE / SSL_CERT_DIR), built once per process; a plain http URL one that trusts no CA, so
+    that it would refuse, never skip, verification if TLS were ever asked of it."""
+    return _default_tls() if url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
 
 
 def _frames() -> Any:
@@ -100,7 +114,7 @@ class Client:
         self.batch_size, self.batch_bytes, self.page_size = batch_size, batch_bytes, page_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owned = http is None
-        self._http = http if http is not None else httpx.Client(timeout=timeout)
+        self._http = http if http is not None else httpx.Client(timeout=timeout, verify=_tls(self.url))
         self._clock, self._sleep = clock, sleep
 
     def __repr__(self) -> str:
@@ -278,13 +292,8 @@ class Client:
         return Tournament.from_json(self._request("GET", f"/api/tournaments/{tournament_id(tournament)}"))
 
     def tournaments(self) -> list[Tournament]:
-        """Every tournament (all pages), newest first (`GET /api/tournaments`)."""
-        found: list[Tournament] = []
-        while True:
-            page = self._request("GET", "/api/tournaments", params={"limit": PAGE, "offset": len(found)})
-            found.extend(Tournament.from_json(t) for t in page["tournaments"])
-            if len(page["tournaments"]) < PAGE:
-                return found
+        """Every tournament (all pages, following `next`), newest first (`GET /api/tournaments`)."""
+        return [Tournament.from_json(t) for t in self._pages("/api/tournaments", "tournaments")[0]]
 
     def cancel(self, tournament: TournamentRef) -> Tournament:
         """Cancel its unjudged matches, schedule and runs in flight; the tournament then (`extra["stopped"]`)."""
@@ -293,10 +302,9 @@ class Client:
     def retry(self, tournament: TournamentRef) -> Tournament:
         """Hand a finished run's failed matches out again (Conflict while it runs or when nothing
         failed); the tournament as it stands then, with `extra["retried"]` the matches handed out."""
-        tid = tournament_id(tournament)
-        answer = self._request("POST", f"/api/tournaments/{tid}/retry")
-        view = self._request("GET", f"/api/tournaments/{tid}")
-        return Tournament.from_json({**view, "retried": answer.get("retried")})
+        answer = self._request("POST", f"/api/tournaments/{tournament_id(tournament)}/retry")
+        return Tournament.from_json({**self._request("GET", f"/api/tournaments/{answer['id']}"),
+                                     "retried": answer.get("retried")})
 
     def wait(self, tournament: TournamentRef, progress: bool | TextIO = True, poll: float = 1.0,
              timeout: float | None = None) -> Tournament:
@@ -330,16 +338,15 @@ class Client:
         """The tournament's judgements (all pages), one row per judged match, calls flattened
         (`call_1_first`, `call_1_winner`, `call_1_reason`, ..., `call_2_...`; see
         `joust.frames.judgements_frame`)."""
-        tid = tournament_id(tournament)
-        rows, rest = self._pages(f"/api/tournaments/{tid}/judgements", "judgements")
+        rows, rest = self._pages(f"/api/tournaments/{tournament_id(tournament)}/judgements", "judgements")
         return _frames().judgements_frame({**rest, "judgements": rows})
 
     def judgement(self, judgement_id: int, *, outputs: bool = False) -> Judgement:
         """One judgement (`GET /api/judgements/{id}`): the question, both sides, the outcome,
         whether the orders agreed, every call with its reason; with `outputs`, both outputs
         (`a.output`, `b.output`)."""
-        params = {"outputs": "true"} if outputs else None
-        return Judgement.from_json(self._request("GET", f"/api/judgements/{int(judgement_id)}", params=params))
+        return Judgement.from_json(self._request("GET", f"/api/judgements/{int(judgement_id)}",
+                                                 params={"outputs": "true"} if outputs else None))
 
     def find_judgements(self, *, judge: str | None = None, level: str = "model", player: str | None = None,
                         opponent: str | None = None, question_id: str | None = None, filter: str | None = None,
@@ -362,14 +369,24 @@ class Client:
 
     def leaderboard(self, by: str = "model", *, judge: str | None = None, tournament: TournamentRef | None = None,
                     dimension: str | None = None, ties: str = "half", turn: int | None = None, votes: str = "each",
-                    ) -> pd.DataFrame:
+                    intervals: str = "closed") -> pd.DataFrame:
         """The board (`GET /api/leaderboard`), best first: player, rating, ci_low, ci_high, rank, rank_low, rank_high,
-        elo, wins, losses, ties, matches, flags (tuples of `Flag(kind, evidence)`, empty for an honest player); `by`
-        "model", "scenario" or "model+scenario"; `ties` "half" or "davidson"; `turn` one turn only; `votes` "majority":
-        each pair once, by its majority; the board's metadata (judge, revision, tie_parameter...) in `frame.attrs`."""
+        elo, wins, losses, ties, matches, win_rate, ci_missing (why a row has no interval), flags (tuples of
+        `Flag(kind, evidence)`); `by` "model", "scenario" or "model+scenario"; `ties` "half" or "davidson"; `turn` one
+        turn only; `votes` "majority": each pair once, by its majority; `intervals` "closed" or "bootstrap" (resampled
+        questions, seeded); the board's metadata (judge, revision, tie_parameter...) in `frame.attrs`."""
         params = {"by": by, "judge": judge, "dimension": dimension, "ties": ties, "turn": turn, "votes": votes,
-                  "tournament": tournament_id(tournament) if tournament is not None else None}
+                  "intervals": intervals, "tournament": tournament_id(tournament) if tournament is not None else None}
         return _frames().leaderboard_frame(self._request("GET", "/api/leaderboard", params=params))
+
+    def effects(self, *, judge: str | None = None, tournament: TournamentRef | None = None, turn: int | None = None,
+                votes: str = "each") -> pd.DataFrame:
+        """Model and scenario effects (`GET /api/leaderboard/effects`), one row per effect: kind ("model" or
+        "scenario"), name, component (its group of systems), effect, ci_low, ci_high in Elo points (NaN where
+        `bounded` is False: the verdicts do not bound it); groups, judge and the rest in `frame.attrs`."""
+        params = {"judge": judge, "turn": turn, "votes": votes,
+                  "tournament": tournament_id(tournament) if tournament is not None else None}
+        return _frames().effects_frame(self._request("GET", "/api/leaderboard/effects", params=params))
 
     def winrate(self, baseline: str, by: str = "model", *, judge: str | None = None,
                 tournament: TournamentRef | None = None) -> pd.DataFrame:
@@ -392,8 +409,7 @@ class Client:
         """Record a person's vote on submissions `a` and `b` (`POST /api/votes`): `winner` is
         "A" (a is better), "B", "TIE" or "BOTH_BAD", relative to a and b; `first`, when known, is
         the submission shown first. The same vote again returns the stored one (`created` False)."""
-        body = {"a": a, "b": b, "winner": winner.value if isinstance(winner, Verdict) else winner, "voter": voter}
-        if first is not None:
-            body["first"] = first
+        body = {"a": a, "b": b, "winner": winner.value if isinstance(winner, Verdict) else winner, "voter": voter,
+                **({"first": first} if first is not None else {})}
         answer = self._request("POST", "/api/votes", body=body)
         return Vote.from_json(answer["votes"][0] if "votes" in answer else answer)

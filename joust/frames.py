@@ -18,13 +18,14 @@ import pandas as pd
 
 from .types import Flag
 
-__all__ = ["judgement_list_frame", "judgements_frame", "judges_frame", "leaderboard_frame", "records_of",
-           "submissions_frame", "winrate_frame"]
+__all__ = ["effects_frame", "judgement_list_frame", "judgements_frame", "judges_frame", "leaderboard_frame",
+           "records_of", "submissions_frame", "winrate_frame"]
 
 SUBMISSION_FIELDS = ("question", "question_id", "model", "scenario", "output", "reference", "metadata")
 
 LEADERBOARD_COLUMNS = ("player", "rating", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "elo",
-                       "wins", "losses", "ties", "matches", "win_rate", "flags")
+                       "wins", "losses", "ties", "matches", "win_rate", "ci_missing", "flags")
+EFFECT_COLUMNS = ("kind", "name", "component", "effect", "ci_low", "ci_high", "bounded")
 WINRATE_COLUMNS = ("player", "win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total",
                    "lc_win_rate", "lc_standard_error", "lc_unavailable", "length_weight", "avg_length")
 JUDGE_COLUMNS = ("judge", "calls", "judgements", "consistency", "first_position_win_rate", "tie_rate",
@@ -36,13 +37,14 @@ SUBMISSION_COLUMNS = ("id", "question_id", "question", "model", "scenario", "out
 LISTED_COLUMNS = ("id", "judge", "criteria", "question_id", "a_id", "a_model", "a_scenario", "a_output_chars", "b_id",
                   "b_model", "b_scenario", "b_output_chars", "outcome", "consistent", "result", "created_at")
 
-FLOAT = ("rating", "ci_low", "ci_high", "elo", "consistency", "first_position_win_rate", "tie_rate",
+FLOAT = ("rating", "ci_low", "ci_high", "elo", "effect", "consistency", "first_position_win_rate", "tie_rate",
          "parse_failure_rate", "longer_wins_rate", "human_agreement", "human_alpha", "human_alpha_low",
          "human_alpha_high", "cost_usd", "latency_ms", "win_rate",
          "standard_error", "lc_win_rate", "lc_standard_error", "length_weight", "avg_length")
-INT = ("wins", "losses", "ties", "matches", "rank", "rank_low", "rank_high", "calls", "judgements", "human_pairs",
-       "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens", "first", "a_id",
-       "b_id", "a_output_chars", "b_output_chars", "human_alpha_pairs", "n_wins", "n_wins_base", "n_draws", "n_total")
+INT = ("component", "wins", "losses", "ties", "matches", "rank", "rank_low", "rank_high", "calls", "judgements",
+       "human_pairs", "human_votes", "match_id", "judgement_id", "a", "b", "id", "input_tokens", "output_tokens",
+       "first", "a_id", "b_id", "a_output_chars", "b_output_chars", "human_alpha_pairs", "n_wins", "n_wins_base",
+       "n_draws", "n_total")
 TIMES = ("created_at",)  # Unix seconds in the API, UTC timestamps here
 CALL_PREFIX = re.compile(r"^call_\d+_")  # a flattened call's column: its dtype is its field's
 
@@ -119,6 +121,19 @@ def leaderboard_frame(body: Mapping[str, Any]) -> pd.DataFrame:
     rows = [{**row, "flags": tuple(Flag.from_json(f) for f in row.get("flags") or ())} for row in body.get("rows", [])]
     frame = _frame(rows, LEADERBOARD_COLUMNS)
     frame.attrs.update({k: v for k, v in body.items() if k != "rows"})
+    return frame
+
+
+def effects_frame(body: Mapping[str, Any]) -> pd.DataFrame:
+    """`GET /api/leaderboard/effects`: one row per model effect, then per scenario effect (`kind`
+    says which, `name` whose), by group of systems (`component`) and best first within one; an
+    effect the verdicts do not bound has `bounded` False and NaN numbers. The groups, judge,
+    turn, votes and revision in `frame.attrs`."""
+    rows = [{"kind": kind, "name": row[kind], **{k: v for k, v in row.items() if k != kind}}
+            for kind in ("model", "scenario") for row in body.get(kind + "s", [])]
+    frame = _frame(rows, EFFECT_COLUMNS)
+    frame["bounded"] = frame["bounded"].astype(bool)
+    frame.attrs.update({k: v for k, v in body.items() if k not in ("models", "scenarios")})
     return frame
 
 

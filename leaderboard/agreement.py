@@ -10,7 +10,9 @@ not have judged the same pairs. Missing values are None.
 Computed from the units × categories count matrix N (N[u, c]: how many raters gave unit u value
 c; m_u its row sum): observed disagreement Σ_u (m_u² - Σ_c N[u, c]²) / (m_u - 1), expected from
 the pooled value counts n_c: (n² - Σ_c n_c²) / (n - 1), n = Σ_c n_c. The bootstrap resamples
-units with replacement (a passed-in generator) and takes percentiles. `alpha_of_types` computes
+units with replacement (a passed-in generator) and takes percentiles; when the resamples never
+vary alpha (one unit, or units all alike) there is no interval (`NO_SPREAD`), not a zero-width
+one. `alpha_of_types` computes
 both from the distinct rows of N and their frequencies, so a running tally can afford them.
 """
 from __future__ import annotations
@@ -21,15 +23,34 @@ from dataclasses import dataclass
 import numpy as np
 
 
+NO_SPREAD = "no_spread"  # Alpha.missing: the resamples never vary alpha, so they cannot measure its spread
+NO_WIDTH = 1e-9  # an interval of alpha narrower than this has no width
+
+
 @dataclass(frozen=True)
 class Alpha:
-    """Krippendorff's alpha with a percentile bootstrap interval (nan when not bootstrapped)."""
+    """Krippendorff's alpha with a percentile bootstrap interval (nan when not bootstrapped).
+    `missing` is NO_SPREAD when alpha is a number and the bootstrap gave no interval of any
+    width: every resample of the units gives the same alpha (one pair, or pairs all alike), a
+    zero-width interval the data cannot support, so the bounds are nan."""
 
     alpha: float
     low: float
     high: float
     units: int
     values: int
+    missing: str | None = None
+
+
+def _percentiles(point: float, samples: np.ndarray, confidence: float) -> tuple[float, float, str | None]:
+    """(low, high, missing) of the bootstrap `samples` (nan ones left out); see `Alpha`."""
+    samples = samples[~np.isnan(samples)]
+    if samples.size:
+        tail = (1.0 - confidence) / 2.0
+        low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
+        if high - low > NO_WIDTH:
+            return low, high, None
+    return float("nan"), float("nan"), None if np.isnan(point) else NO_SPREAD
 
 
 def value_counts(ratings: Sequence[Sequence[Hashable | None]]) -> np.ndarray:
@@ -76,16 +97,13 @@ def krippendorff_alpha(
     counts = value_counts(ratings)
     point = alpha_of(counts)
     low = high = float("nan")
+    missing = None
     if rng is not None and len(counts):
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         picks = rng.integers(0, len(counts), (rounds, len(counts)))
-        samples = np.array([alpha_of(counts[p]) for p in picks])
-        samples = samples[~np.isnan(samples)]
-        if samples.size:
-            tail = (1.0 - confidence) / 2.0
-            low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
-    return Alpha(point, low, high, len(counts), int(counts.sum()))
+        low, high, missing = _percentiles(point, np.array([alpha_of(counts[p]) for p in picks]), confidence)
+    return Alpha(point, low, high, len(counts), int(counts.sum()), missing)
 
 
 def unit_types(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,12 +157,10 @@ def alpha_of_types(
 
     point = float(alphas(frequencies.astype(float)))
     low = high = float("nan")
+    missing = None
     if rng is not None:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         samples = alphas(rng.multinomial(units, frequencies / units, size=rounds).astype(float))
-        samples = samples[~np.isnan(samples)]
-        if samples.size:
-            tail = (1.0 - confidence) / 2.0
-            low, high = (float(v) for v in np.quantile(samples, [tail, 1.0 - tail]))
-    return Alpha(point, low, high, units, values)
+        low, high, missing = _percentiles(point, samples, confidence)
+    return Alpha(point, low, high, units, values, missing)

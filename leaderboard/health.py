@@ -41,8 +41,10 @@ one order of one pair; `winner` is positional, "A" = the answer shown first):
 - `human_alpha` (`_low`, `_high`, `human_alpha_pairs`): Krippendorff's alpha (nominal) between
   the judge's verdicts and the reference set's votes on the pairs both judged, with a seeded 95%
   bootstrap interval over pairs (`leaderboard.judge_alpha`): agreement beyond what the verdicts'
-  frequencies give by chance. Between judges that are not human, pairwise on the pairs both
-  judged: the report's `judge_alphas`.
+  frequencies give by chance. No interval, `human_alpha_ci_missing` "no_spread", where every
+  resample of the pairs gives the same alpha (one pair, or pairs all alike): a zero-width
+  interval the data cannot support. Between judges that are not human, pairwise on the pairs
+  both judged: the report's `judge_alphas` (`ci_missing` likewise).
 
 The human reference set: the votes agreement is measured against are those of every human judge,
 or of the human judges named (`humans`). A judge in the reference set has no agreement figures
@@ -126,6 +128,7 @@ class JudgeHealth:
     human_alpha_low: float | None = None
     human_alpha_high: float | None = None
     human_alpha_pairs: int = 0
+    human_alpha_ci_missing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -445,6 +448,7 @@ def assemble_report(
             human_alpha_low=measured(alpha.low),
             human_alpha_high=measured(alpha.high),
             human_alpha_pairs=alpha.units,
+            human_alpha_ci_missing=alpha.missing,
         ))
     return HealthReport(tuple(out), tuple(reference), voters(votes), tuple(alphas))
 

@@ -59,6 +59,7 @@ class JudgeAlpha:
     pairs: int
     agreement: float | None = None
     agreement_decided: float | None = None
+    ci_missing: str | None = None  # "no_spread": alpha is a number its resamples never vary (no interval)
 
 
 def measured(value: float) -> float | None:
@@ -170,7 +171,7 @@ class SharedPairs:
             figure = _typed_alpha(*_canonical(kept))
             a, b = sorted((names[j], names[k]))
             out.append(JudgeAlpha(a, b, measured(figure.alpha), measured(figure.low), measured(figure.high),
-                                  figure.units, *_agreement(kept)))
+                                  figure.units, *_agreement(kept), ci_missing=figure.missing))
         return tuple(sorted(out, key=lambda f: (f.judge, f.other)))
 
     def _on(self, touched: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -581,23 +581,26 @@ class BoardCache:
             key, lambda: lru.latest(key), lambda found: found.revision >= revision,
             lambda: self._scoped(lru, key, tournament_id, self.store.revision(), read), wait_s)
 
-    def effects(self, *, tournament_id: int | None = None, judge: str | None = None) -> EffectsAt:
-        """Model and scenario effects over the filtered judgements, refitted when the revision
-        moves (`judge=None` pools every judge: for joust's own checks, like `board`)."""
+    def effects(self, *, tournament_id: int | None = None, judge: str | None = None,
+                part: BoardSlice = WHOLE) -> EffectsAt:
+        """Model and scenario effects over the filtered judgements (`part`: of one turn, each
+        pair's majority, as the board counts them), refitted when the revision moves
+        (`judge=None` pools every judge: for joust's own checks, like `board`)."""
         if tournament_id is not None:
             self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
         revision = self.store.revision()
-        key = (tournament_id, judge)
+        key = (tournament_id, judge) if part.whole else (tournament_id, judge, part)
         cached = self._effects.get(key, revision)
         if cached is not None:
             return cached
-        kept = self._stream(judge).system_counts(revision) if tournament_id is None else None
+        kept = self._stream(judge).system_counts(revision) if tournament_id is None and part.whole else None
         if kept is not None:  # the counts the overall boards keep current: no judgement read again
             fitted = EffectsAt(fit_effects_counts(*kept), revision)
         else:
-            fitted = EffectsAt(fit_effects(self.store.side_rows(tournament_id=tournament_id, judge=judge)), revision)
+            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
+            fitted = EffectsAt(fit_effects(part.rows(rows)), revision)
         self._effects.put(key, fitted)
-        if tournament_id is None:
+        if tournament_id is None and part.whole:
             with self._lock:
                 latest = self._latest_effects.get(judge)
                 if latest is None or latest.revision < revision:

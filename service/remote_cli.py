@@ -4,6 +4,7 @@ against a remote deployment as they do against `joust up` on this machine.
     joust tournament create|list|show|follow|cancel|retry   POST/GET /api/tournaments...
     joust submit FILE                                       POST /api/submissions (CSV, TSV, JSON, JSONL, Parquet)
     joust board                                             GET /api/leaderboard
+    joust effects                                           GET /api/leaderboard/effects
     joust judgements list                                   GET /api/judgements
 
 The server is `--url`, else JOUST_URL, else http://127.0.0.1:8000. Writes send the API key:
@@ -44,6 +45,7 @@ BOARD_COLUMNS = ["component", "rank", "player", "rating", "ci_low", "ci_high", "
                  "ties", "matches", "flags"]
 LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "matches_done", "matches_failed",
                 "spent_usd", "total_spent_usd", "created_at"]
+EFFECT_COLUMNS = ["component", "kind", "name", "effect", "ci_low", "ci_high", "bounded"]
 JUDGEMENT_COLUMNS = ["id", "outcome", "result", "consistent", "a_model", "a_scenario", "b_model", "b_scenario",
                      "question_id", "created_at"]
 OUTPUTS = ("table", "csv", "json")
@@ -217,14 +219,24 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_board(client: Client, args: argparse.Namespace) -> int:
     board = client.leaderboard(args.by, judge=args.judge, tournament=args.tournament, dimension=args.dimension,
-                               ties=args.ties, turn=args.turn, votes=args.votes)
+                               ties=args.ties, turn=args.turn, votes=args.votes, intervals=args.intervals)
     _write_frame(_board_columns(board), args.format, empty="no judgements on this board")
-    nu = board.attrs.get("tie_parameter")
-    if nu is not None:  # stdout holds only the board
+    if "ci_missing" in board.columns and board["ci_missing"].notna().any():  # stdout holds only the board
+        print("no interval (-): " + ", ".join(f"{p} {why}" for p, why in zip(board.player, board.ci_missing) if why),
+              file=sys.stderr)
+    if (nu := board.attrs.get("tie_parameter")) is not None:
         print(f"tie parameter nu {_number(nu['nu'])} [{_number(nu['ci_low'])}, {_number(nu['ci_high'])}]"
               f" (component 1); equal players tie {_number(nu['tie_probability_equal'])}", file=sys.stderr)
     if board.attrs.get("ties_note"):
         print(board.attrs["ties_note"], file=sys.stderr)
+    return 0
+
+
+def cmd_effects(client: Client, args: argparse.Namespace) -> int:
+    found = client.effects(judge=args.judge, tournament=args.tournament, turn=args.turn, votes=args.votes)
+    if found.attrs.get("judge") is not None:  # stdout holds only the effects, which compare within a component
+        print(f"judge {found.attrs['judge']} ({found.attrs['judge_chosen_by']})", file=sys.stderr)
+    _write_frame(found[EFFECT_COLUMNS], args.format, empty="no effects: no group holds two models or two scenarios")
     return 0
 
 
@@ -236,8 +248,8 @@ def cmd_judgements(client: Client, args: argparse.Namespace) -> int:
     found = client.find_judgements(judge=args.judge, level=args.level, player=args.player, opponent=args.opponent,
                                    question_id=args.question, filter=args.filter, tournament=args.tournament,
                                    limit=args.limit)
-    frame = found[[c for c in JUDGEMENT_COLUMNS if c in found.columns]].copy()
-    frame["created_at"] = frame["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    frame = found[[c for c in JUDGEMENT_COLUMNS if c in found.columns]].assign(
+        created_at=found["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S"))
     if found.attrs.get("judge") is not None:
         print(f"judge {found.attrs['judge']} ({found.attrs['judge_chosen_by']}), newest first", file=sys.stderr)
     _write_frame(frame, args.format, empty="no judgements")
@@ -256,12 +268,24 @@ def _write_frame(frame: pd.DataFrame, fmt: str, *, empty: str) -> None:
     """A frame on stdout: an aligned table (one decimal for ratings), CSV, or a JSON array."""
     if fmt == "csv":
         frame.to_csv(sys.stdout, index=False)
-    elif fmt == "json":
-        print(frame.to_json(orient="records", force_ascii=False, double_precision=15))
+    elif fmt == "json":  # each number exactly as the API sent it (pandas' to_json keeps 15 digits)
+        print(json.dumps([{k: _cell(v) for k, v in row.items()} for row in frame.to_dict("records")],
+                         ensure_ascii=False, default=str))
     elif frame.empty:
         print(empty, file=sys.stderr)
     else:
         print(frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.1f}"))
+
+
+def _cell(value: Any) -> Any:
+    """A frame's cell as JSON carries it: None for NaN, NA and NaT; numpy scalars as Python's."""
+    import pandas as pd
+
+    if isinstance(value, (list, tuple, dict)):
+        return value
+    if pd.isna(value):
+        return None
+    return value.item() if hasattr(value, "item") and not isinstance(value, pd.Timestamp) else value
 
 
 # ---- the parsers ----------------------------------------------------------------------------
@@ -367,15 +391,23 @@ def add_parsers(sub: SubParsers) -> None:
 
     board = sub.add_parser("board", parents=[common], help="the leaderboard (GET /api/leaderboard)")
     board.add_argument("--by", default="model", help="model (default), scenario, model+scenario")
-    board.add_argument("--judge", default=None, metavar="SPEC", help="this judge's board (default: the server's)")
     board.add_argument("--tournament", type=int, default=None, metavar="ID", help="only this tournament and its runs")
     board.add_argument("--dimension", default=None, help="rank by one dimension of `dimensions` judgements")
     board.add_argument("--ties", default="half",
                        help="half: a tie is half a win each way (default); davidson: Davidson's tie model "
                             "(nu on stderr)")
-    board.add_argument("--turn", type=_positive, default=None, metavar="N", help="only turn N of multi-turn questions")
-    board.add_argument("--votes", default="each", help="each: every verdict (default); majority: each pair once")
-    board.add_argument("--format", choices=OUTPUTS, default="table")
+    board.add_argument("--intervals", default="closed",
+                       help="closed: from the fit (default); bootstrap: questions resampled, seeded")
+    effects = sub.add_parser("effects", parents=[common],
+                             help="model and scenario effects (GET /api/leaderboard/effects)")
+    effects.add_argument("--tournament", type=int, default=None, metavar="ID", help="only this tournament and its runs")
+    effects.set_defaults(func=_run(cmd_effects))
+    for parser in (board, effects):
+        parser.add_argument("--judge", default=None, metavar="SPEC", help="this judge's (default: the server's)")
+        parser.add_argument("--turn", type=_positive, default=None, metavar="N",
+                            help="only turn N of multi-turn questions")
+        parser.add_argument("--votes", default="each", help="each: every verdict (default); majority: each pair once")
+        parser.add_argument("--format", choices=OUTPUTS, default="table")
     board.set_defaults(func=_run(cmd_board))
 
     judgements = sub.add_parser("judgements", help="the judgements behind a board's numbers")

@@ -104,7 +104,9 @@ def test_judge_health_of_judges_run_by_the_worker(client: TestClient, settings: 
         "longer_wins_rate": 1.0,
         "human_agreement": 1.0, "human_pairs": 1, "human_votes": 1,  # good beat mid, as the panel said
         "human_agreement_decided": 1.0, "human_decided_pairs": 1, "human_decided_votes": 1,
-        "human_alpha": 1.0, "human_alpha_low": 1.0, "human_alpha_high": 1.0, "human_alpha_pairs": 1,
+        # one pair: every resample is that pair, so no interval ("no_spread"), not a zero-width [1, 1]
+        "human_alpha": 1.0, "human_alpha_low": None, "human_alpha_high": None, "human_alpha_pairs": 1,
+        "human_alpha_ci_missing": "no_spread",
     }
     assert health[BROKEN] == {
         "judge": BROKEN, "calls": 0, "judgements": 0, "consistency": None, "first_position_win_rate": None,
@@ -112,6 +114,7 @@ def test_judge_health_of_judges_run_by_the_worker(client: TestClient, settings: 
         "human_pairs": 0, "human_votes": 0, "human_agreement_decided": None, "human_decided_pairs": 0,
         "human_decided_votes": 0,
         "human_alpha": None, "human_alpha_low": None, "human_alpha_high": None, "human_alpha_pairs": 0,
+        "human_alpha_ci_missing": None,
     }
     panel = health["human/panel"]
     assert (panel["calls"], panel["first_position_win_rate"], panel["human_agreement"]) == (1, 0.0, None)

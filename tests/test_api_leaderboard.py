@@ -240,7 +240,7 @@ def test_empty_board(client: TestClient) -> None:
     assert board(client, intervals="bootstrap")["rows"] == []
     assert board(client, "/api/leaderboard/effects") == {
         "tournament": None, **nobody, "components": 0, "groups": [], "models": [], "scenarios": [], "battles": 0,
-        "revision": 0,
+        "revision": 0, "turn": None, "votes": "each",
     }
     assert board(client, "/api/leaderboard/matrix") == {
         "by": "model", "tournament": None, **nobody, "players": [], "components": [], "win_rate": [], "battles": [],

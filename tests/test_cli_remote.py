@@ -20,7 +20,7 @@ from service.store import Store
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.required import require_module
 from tests.serving import serving
-from tests.test_client import unreadable_for
+from tests.test_client import effect_records, two_by_two, unreadable_for
 from tests.worker_fixtures import work
 
 KEY = "test-key"
@@ -308,6 +308,38 @@ def test_board_formats_agree_with_the_api(submitted: str, env: Settings, db: Sto
     assert "no verdicts from judge 'anthropic/no-such-judge' here; judges with verdicts: " + JUDGE in err
     code, out, _ = run(capsys, "board", "--by", "nonsense")
     assert code == 2
+
+
+def test_effects_and_bootstrap_intervals_agree_with_the_api(url: str, db: Store, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    two_by_two(db, tmp_path)
+    columns = ["component", "kind", "name", "effect", "ci_low", "ci_high", "bounded"]
+    for argv, params in (((), {}), (("--turn", "2"), {"turn": 2}), (("--votes", "majority"), {"votes": "majority"}),
+                         (("--judge", "import/gpt4"), {"judge": "import/gpt4"})):
+        body = api(url, "/api/leaderboard/effects", **params)
+        code, out, err = run(capsys, "effects", *argv, "--format", "json")
+        assert code == 0 and json.loads(out) == [{c: row[c] for c in columns} for row in effect_records(body)], argv
+        assert "judge import/gpt4 (" in err
+    code, out, _ = run(capsys, "effects", "--format", "csv")
+    assert list(pd.read_csv(io.StringIO(out)).columns) == columns
+    code, out, err = run(capsys, "effects", "--judge", "import/nobody")  # the API's 404, its words
+    assert (code, out) == (2, "") and "no verdicts from judge 'import/nobody' here" in err
+    board_columns = ["component", "rank", "player", "rating", "ci_low", "ci_high", "win_rate", "wins", "losses",
+                     "ties", "matches"]
+    for argv, params in ((("--intervals", "bootstrap"), {"intervals": "bootstrap"}),
+                         (("--intervals", "bootstrap", "--by", "model+scenario", "--turn", "1"),
+                          {"intervals": "bootstrap", "by": "model+scenario", "turn": 1})):
+        rows = api(url, "/api/leaderboard", **params)["rows"]
+        code, out, err = run(capsys, "board", *argv, "--format", "json")
+        assert code == 0 and [{c: r[c] for c in board_columns} for r in json.loads(out)] == \
+               [{c: r[c] for c in board_columns} for r in rows], argv
+        missing = [f"{r['player']} {r['ci_missing']}" for r in rows if r["ci_missing"]]  # on stderr, as the API says
+        assert (f"no interval (-): {', '.join(missing)}" in err) if missing else "no interval" not in err, (argv, err)
+    code, out, err = run(capsys, "board", "--turn", "2", "--format", "json")  # one order: no interval, said why
+    assert code == 0 and all(r["ci_low"] is None for r in json.loads(out))
+    assert "no interval (-): m1 unbounded, m2 unbounded" in err
+    code, out, err = run(capsys, "board", "--intervals", "guessed")
+    assert (code, out) == (2, "") and "closed" in err and "bootstrap" in err
 
 
 def test_judgements_list_agrees_with_the_api(submitted: str, env: Settings, db: Store,

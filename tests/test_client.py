@@ -36,7 +36,9 @@ from joust import (
 )
 from joust.progress import usd
 from service.config import Settings
+from service.importers.battles import load_battles
 from service.store import Store
+from tests.api_fixtures import store_of
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fake_policies import Decide
 from tests.serving import serving
@@ -400,6 +402,62 @@ def test_lists_follow_next_to_the_last_page(api: Client, client: TestClient, jud
                      ("/api/submissions", "4", None, None), ("/api/submissions", "4", "4", None)]
     with pytest.raises(ValueError, match="page_size"):
         joust_client(client, page_size=0)
+
+
+def two_by_two(store: Store, tmp_path: Path) -> None:
+    """A judge's verdicts on 2 models x 2 scenarios: on turn 1 every system beats every other once
+    (each pair one win each way) and m1 wins twice more, so every effect is bounded and m1's is
+    positive; on turn 2 (question q1#turn2) one order only, so nothing is bounded there."""
+    systems = [("m1", "s1"), ("m1", "s2"), ("m2", "s1"), ("m2", "s2")]
+    rows = [("q1", 1, a, b, "model_a") for a in systems for b in systems if a != b]
+    rows += [("q2", 1, ("m1", "s1"), ("m2", "s1"), "model_a"), ("q2", 1, ("m1", "s2"), ("m2", "s2"), "model_a")]
+    rows += [("q1", 2, ("m1", "s1"), ("m2", "s2"), "model_a"), ("q1", 2, ("m1", "s2"), ("m2", "s1"), "model_a")]
+    path = tmp_path / "gpt4.jsonl"
+    path.write_text("".join(json.dumps({"question_id": q, "turn": turn, "model_a": a[0], "scenario_a": a[1],
+                                        "model_b": b[0], "scenario_b": b[1], "winner": winner}) + "\n"
+                            for q, turn, a, b, winner in rows))
+    load_battles(store, path)
+
+
+def effect_records(body: dict) -> list[dict]:
+    """The API's effects as the client's frame has them: models, then scenarios, `kind` and `name` first."""
+    return [{"kind": kind, "name": row[kind], **{k: v for k, v in row.items() if k != kind}}
+            for kind in ("model", "scenario") for row in body[kind + "s"]]
+
+
+def test_effects_frame_equals_the_apis_json(api: Client, client: TestClient, tmp_path: Path) -> None:
+    two_by_two(store_of(client), tmp_path)
+    for params in ({}, {"turn": 1}, {"turn": 2}, {"votes": "majority"}, {"judge": "import/gpt4"}):
+        frame = api.effects(**params)
+        body = client.get("/api/leaderboard/effects", params=params).json()
+        assert records(frame) == effect_records(body) and len(frame) == (8 if params.get("turn") == 2 else 4), params
+        assert frame.attrs == {k: v for k, v in body.items() if k not in ("models", "scenarios")}
+        assert (frame.attrs["turn"], frame.attrs["votes"]) == (params.get("turn"), params.get("votes", "each"))
+    frame = api.effects()
+    assert list(frame.columns) == ["kind", "name", "component", "effect", "ci_low", "ci_high", "bounded"]
+    assert list(frame["kind"]) == ["model", "model", "scenario", "scenario"] and frame["bounded"].all()
+    assert frame["effect"].dtype == "float64" and frame["component"].dtype == "int64"
+    assert frame.set_index("name").loc["m1", "effect"] > 0
+    unbounded = api.effects(turn=2)  # two groups of one order each: no number, NaN, False in `bounded`
+    assert list(unbounded["component"]) == [1, 1, 2, 2, 1, 1, 2, 2] and not unbounded["bounded"].any()
+    assert unbounded[["effect", "ci_low", "ci_high"]].isna().all().all()
+    with pytest.raises(NotFound, match="no verdicts from judge 'import/nobody' here"):
+        api.effects(judge="import/nobody")
+
+
+def test_leaderboard_intervals_and_why_a_row_has_none(api: Client, client: TestClient, tmp_path: Path) -> None:
+    two_by_two(store_of(client), tmp_path)
+    for params in ({"intervals": "bootstrap"}, {"intervals": "bootstrap", "by": "model+scenario", "turn": 1},
+                   {"intervals": "closed", "turn": 2}):
+        frame = api.leaderboard(**params)
+        body = client.get("/api/leaderboard", params=params).json()
+        assert records(frame) == body["rows"] and frame.attrs["intervals"] == params["intervals"], params
+    closed, resampled = api.leaderboard(), api.leaderboard(intervals="bootstrap")
+    assert list(closed["rating"]) == list(resampled["rating"]) and closed["ci_missing"].isna().all()
+    assert frame.attrs["intervals"] == "closed" and (frame["ci_missing"] == "unbounded").all()  # turn 2: one order
+    assert frame[["ci_low", "ci_high"]].isna().all().all()
+    with pytest.raises(Invalid):
+        api.leaderboard(intervals="guessed")
 
 
 def test_judges_frame_equals_the_apis_json(api: Client, client: TestClient, judged: tuple) -> None:

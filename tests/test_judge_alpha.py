@@ -91,7 +91,8 @@ def test_judges_pairwise_from_records_and_from_the_tally() -> None:
 def test_a_copy_is_one_and_nothing_shared_is_nothing() -> None:
     verdicts = [(judge, (p, p + 1), w) for judge in ("y", "x") for p, w in zip((1, 3, 5), (Winner.A, Winner.B, Winner.TIE))]
     [copy] = judge_alphas(verdicts + [("z", (9, 10), Winner.A)])
-    assert (copy.judge, copy.other, copy.alpha, copy.ci_low, copy.ci_high, copy.pairs) == ("x", "y", 1.0, 1.0, 1.0, 3)
+    assert (copy.judge, copy.other, copy.alpha, copy.ci_low, copy.ci_high, copy.pairs, copy.ci_missing) == \
+           ("x", "y", 1.0, None, None, 3, "no_spread")  # resamples of pairs that all agree never vary alpha
     assert judge_alphas(verdicts[:3]) == () and judge_alphas([]) == ()
     alone = human_alpha([((1, 2), Winner.A)], VoteTable({(3, 4): Counter({Winner.A: 2})}))
     assert alone.units == 0 and np.isnan(alone.alpha)

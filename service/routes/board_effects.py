@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from leaderboard.effects import Effect, Effects
 
+from .board_slice import Votes
 from .judge_choice import JudgedOut, with_judge_rule
 
 
@@ -51,9 +52,12 @@ class EffectsOut(JudgedOut):
     verdicts, fitted per connected group of systems as the board fits its groups: `groups`
     (1 first; `components` counts them), and the rows by group, largest first within one. A
     model (or scenario) appears once per group it played in; a group with one scenario (or one
-    model) has no scenario (model) rows. Effects compare only within a group."""
+    model) has no scenario (model) rows. Effects compare only within a group. `turn` and
+    `votes`: which verdicts, as on the board (one turn; each pair's majority)."""
 
     tournament: int | None
+    turn: int | None = None
+    votes: Votes = Votes.EACH
     components: int = 0
     groups: list[EffectGroupOut] = Field(default_factory=list)
     models: list[ModelEffect]

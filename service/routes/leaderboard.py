@@ -342,22 +342,26 @@ def get_effects(
     boards: Annotated[BoardCache, Depends(get_boards)],
     tournament: TournamentFilter = None,
     judge: JudgeFilter = None,
+    turn: TurnParam = None,
+    votes: VotesParam = Votes.EACH,
 ) -> EffectsOut:
     """Model and scenario effects fitted together (a system's strength is its model's plus its
     scenario's), in Elo points with 95% intervals: what a scenario is worth across models, by one
     judge's verdicts (named, or chosen as for the board), per connected group of systems as the
-    board fits its groups, and null where the verdicts do not bound an effect."""
+    board fits its groups, and null where the verdicts do not bound an effect. `turn` and `votes`:
+    which verdicts, as on the board."""
     with judge_not_found():
         choice = boards.choose(tournament_id=tournament, judge=judge)
     if choice.judge is None:  # nothing judged here: nothing to fit
         fitted = EffectsAt(fit_effects([]), boards.store.revision())
     else:
-        fitted = boards.effects(tournament_id=tournament, judge=choice.judge)
-    effects = fitted.effects
+        fitted = boards.effects(tournament_id=tournament, judge=choice.judge, part=board_slice(turn, votes))
     return EffectsOut(
         tournament=tournament,
-        **judge_fields(choice, "/api/leaderboard/effects", tournament=tournament),
-        **effects_fields(effects),
+        **judge_fields(choice, "/api/leaderboard/effects", tournament=tournament, turn=turn, votes=_linked(votes)),
+        **effects_fields(fitted.effects),
+        turn=turn,
+        votes=votes,
         revision=fitted.revision,
     )
 
