@@ -103,8 +103,10 @@ def output(system: System, question_id: str) -> str:
 @dataclass(frozen=True)
 class StoreSpec:
     """A drawn store: its shape (for the reader of a failure), its verdicts in file order, and
-    how they are filed: `placeholders`, the judges' rows without question text (votes in a file of
-    their own carry it); `votes_apart`, the human votes in a file of their own, imported with `--human`."""
+    how they are filed: `placeholders`, the judges' rows without question text (the votes carry it,
+    in the judges' file or in their own: a row without the text takes the one the file or the store
+    gives its question, and a file with it fills it in); `votes_apart`, the human votes in a file of
+    their own, imported with `--human`."""
 
     shape: str
     verdicts: tuple[Verdict, ...]
@@ -119,8 +121,8 @@ class StoreSpec:
         def voted(v: Verdict) -> bool:
             return v.judge.startswith("human/")
 
-        def text(v: Verdict) -> bool:  # a file states every question's text, or none
-            return not self.placeholders or (voted(v) and self.votes_apart)
+        def text(v: Verdict) -> bool:  # the votes state the question's text, the judges' rows maybe not
+            return not self.placeholders or voted(v)
 
         apart = [v for v in self.verdicts if voted(v)] if self.votes_apart else []
         kept = [v for v in self.verdicts if v not in apart]

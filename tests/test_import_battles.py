@@ -296,3 +296,124 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path, capsys: pytest.Captu
     path.write_bytes("model_a,model_b,winner\nm1,m\u00e92,tie\n".encode("latin-1"))
     assert joust(tmp_path, "import", "battles", str(path)) == 2
     assert f"{path}: not UTF-8 text" in capsys.readouterr().err
+
+
+# ---- question text: a row without it meets the text known for its question ------------------
+# Chatbot Arena's rows have no question text (the submission is filed with its question id as
+# the text); a judge's file on the same questions may have it. The two must meet on one board.
+
+Q1 = "What is q1?"
+
+
+def battle_file(folder: Path, name: str, rows: list[dict]) -> Path:
+    path = folder / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def battle(question_id: str, a: str, b: str, winner: str = "tie", **fields: str) -> dict:
+    return {"question_id": question_id, "model_a": a, "model_b": b, "winner": winner, **fields}
+
+
+def question_texts(data_dir: Path) -> dict[tuple[str, str], str]:
+    store = open_store(data_dir)
+    try:
+        return {(s["question_id"], s["model"]): s["question"] for s in store.list_submissions(limit=100)}
+    finally:
+        store.close()
+
+
+def test_rows_without_question_text_take_the_one_the_file_gives(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    path = battle_file(tmp_path, "mixed.jsonl", [
+        battle("q1", "m1", "m2", "model_a"),  # no text, before the row that gives it
+        battle("q1", "m1", "m3", question=Q1),
+        battle("q1", "m2", "m3", "model_b"),
+        battle("q2", "m1", "m2")])  # no row gives q2's text: the id stands in for it
+    assert joust(tmp_path, "import", "battles", str(path)) == 0
+    out = capsys.readouterr().out
+    assert "submissions 5 new, 0 existing" in out and "filled" not in out
+    assert question_texts(tmp_path) == {("q1", "m1"): Q1, ("q1", "m2"): Q1, ("q1", "m3"): Q1,
+                                        ("q2", "m1"): "q2", ("q2", "m2"): "q2"}
+
+
+def test_rows_without_question_text_take_the_stored_one(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    outputs = {"output_a": "x", "output_b": "y"}
+    judged = battle_file(tmp_path, "judged.jsonl", [battle("q1", "m1", "m2", "model_b", question=Q1, **outputs)])
+    assert joust(tmp_path, "import", "battles", str(judged)) == 0
+    arena = battle_file(tmp_path, "arena.jsonl", [battle("q1", "m1", "m2", "model_a", **outputs),
+                                                  battle("q1", "m3", "m4")])  # new sides: the stored text too
+    capsys.readouterr()
+    assert joust(tmp_path, "import", "battles", str(arena)) == 0
+    out = capsys.readouterr().out
+    assert "submissions 2 new, 2 existing; judgements 2 new, 0 existing" in out and "filled" not in out
+    assert set(question_texts(tmp_path).values()) == {Q1}
+    store = open_store(tmp_path)
+    assert {h.judge for h in store.judge_health()} == {"import/judged", "import/arena"}  # one board, two sources
+    store.close()
+
+
+@pytest.mark.parametrize("human", [False, True], ids=["judge", "human"])
+def test_a_file_with_the_question_text_fills_in_the_stored_placeholders(
+    tmp_path: Path, capsys: pytest.CaptureFixture, human: bool,
+) -> None:
+    arena = battle_file(tmp_path, "arena.jsonl", [battle("q1", "m1", "m2", "model_a"), battle("q1", "m2", "m3"),
+                                                  battle("q2", "m1", "m2")])
+    assert joust(tmp_path, "import", "battles", str(arena)) == 0
+    texted = battle_file(tmp_path, "texted.jsonl", [battle("q1", "m1", "m2", "model_b", question=Q1)])
+    capsys.readouterr()
+    assert joust(tmp_path, "import", "battles", str(texted), *(["--human"] if human else [])) == 0
+    out = capsys.readouterr().out
+    assert "question text filled in for 3 stored submissions" in out, out  # m3 too: the question's, not the row's
+    assert question_texts(tmp_path) == {("q1", "m1"): Q1, ("q1", "m2"): Q1, ("q1", "m3"): Q1,
+                                        ("q2", "m1"): "q2", ("q2", "m2"): "q2"}
+    store = open_store(tmp_path)
+    # The question hash follows the text: the filled submissions are the text's, as any writer sees them.
+    assert [created for _, created in store.add_submissions(
+        [NewSubmission("q1", Q1, m, "default", PLACEHOLDER) for m in ("m1", "m2", "m3")])] == [False] * 3
+    before = store.revision()
+    store.close()
+    assert joust(tmp_path, "import", "battles", str(arena)) == 0  # the file without the text: nothing new
+    out = capsys.readouterr().out
+    assert "judgements 0 new, 3 existing" in out and "filled" not in out
+    assert set(question_texts(tmp_path).values()) == {Q1, "q2"}
+    store = open_store(tmp_path)
+    assert store.revision() == before
+    store.close()
+
+
+def test_a_stored_question_text_is_never_replaced(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A text of its own conflicts with another (the file's line named); a refused file changes
+    nothing, not even the placeholders an earlier line of it would have filled in."""
+    first = battle_file(tmp_path, "first.jsonl", [battle("q1", "m1", "m2", question=Q1), battle("q2", "m1", "m2")])
+    assert joust(tmp_path, "import", "battles", str(first)) == 0
+    texts = question_texts(tmp_path)
+    store = open_store(tmp_path)
+    before = (store.revision(), len(store.list_tournaments()))
+    store.close()
+    other = battle_file(tmp_path, "other.jsonl", [battle("q2", "m1", "m2", question="What is q2?"),
+                                                  battle("q1", "m1", "m3", question="Something else?")])
+    capsys.readouterr()
+    assert joust(tmp_path, "import", "battles", str(other)) == 2
+    err = capsys.readouterr().err
+    assert f"{other}:2: " in err and "nothing was stored" in err, err
+    assert ("(question_id='q1', model='m1', scenario='default') already holds a different question: "
+            "'What is q1?', where this one says 'Something else?'") in err, err
+    assert question_texts(tmp_path) == texts  # q2 still holds its id: the fill went with the refused file
+    store = open_store(tmp_path)
+    assert (store.revision(), len(store.list_tournaments())) == before
+    store.close()
+
+
+def test_a_submitted_text_that_is_its_question_id_is_not_filled_in(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    """Only an import's placeholder text is filled in: a submission posted with the text "q1"
+    said so itself."""
+    store = open_store(tmp_path)
+    store.add_submissions([NewSubmission("q1", "q1", "m1", "default", "an answer")])
+    store.close()
+    path = battle_file(tmp_path, "texted.jsonl", [battle("q1", "m1", "m2", question=Q1, output_a="an answer")])
+    assert joust(tmp_path, "import", "battles", str(path)) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1: " in err and f"already holds a different question: 'q1', where this one says {Q1!r}" in err
+    assert question_texts(tmp_path) == {("q1", "m1"): "q1"}

@@ -201,15 +201,15 @@ def test_an_export_of_placeholders_and_texted_human_votes_reimports(
     store_url: str, empty_url: str, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
-    """Placeholders hold the question id as their text, a side the votes added holds the votes'
-    text: one question, two texts. The export says each side's, so an empty store takes it
-    (issue 24) and gives back every board, every judge-health figure and every text."""
+    """Placeholders hold the question id as their text until the votes, which carry the
+    question's text, fill it in (a side the votes added holds it too): an empty store takes the
+    export (issue 24) and gives back every board, every judge-health figure and every text."""
     source = Store(store_url)
     for name, text, human in (("arena.csv", PLACEHOLDERS, False), ("votes.csv", TEXTED_VOTES, True)):
         (tmp_path / name).write_text(text)
         load_battles(source, tmp_path / name, human=human)
     texts = {(s["question_id"], s["model"], s["scenario"]): s["question"] for s in source.list_submissions()}
-    assert set(texts.values()) == {"q1", "Tea or coffee?"}
+    assert set(texts.values()) == {"Tea or coffee?"}
     out = tmp_path / f"export.{fmt}"
     monkeypatch.setenv("DATABASE_URL", store_url)
     assert main(["export", "judgements", "--format", fmt, "-o", str(out)]) == 0
@@ -220,6 +220,41 @@ def test_an_export_of_placeholders_and_texted_human_votes_reimports(
     restored = Store(empty_url)
     assert restored.judge_health() == source.judge_health()
     assert boards(restored) == boards(source)
+    assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
+    assert {(s["question_id"], s["model"], s["scenario"]): s["question"]
+            for s in restored.list_submissions()} == texts
+    restored.close()
+    source.close()
+
+
+# One question, two texts (its submissions may hold their own): a row whose sides hold different
+# ones says side b's in `question_b`.
+TWO_TEXTS = [{"question_id": "q1", "question": "Tea or coffee?", "model_a": "m1", "model_b": "m2", "winner": "model_a"},
+             {"question_id": "q1", "question": "Coffee or tea?", "model_a": "m3", "model_b": "m4", "winner": "tie"},
+             {"question_id": "q1", "question": "Tea or coffee?", "question_b": "Coffee or tea?", "model_a": "m1",
+              "model_b": "m3", "winner": "model_b"}]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_question_with_two_texts_travels_side_by_side(
+    store_url: str, empty_url: str, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """A file may give one question two texts on different submissions: no row without a text
+    meets them, so none is chosen, and each side keeps its own; the export names side b's where
+    a row's two differ (`question_b`), and an empty store takes every text back."""
+    source = Store(store_url)
+    (tmp_path / "two.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TWO_TEXTS))
+    load_battles(source, tmp_path / "two.jsonl")
+    texts = {(s["question_id"], s["model"], s["scenario"]): s["question"] for s in source.list_submissions()}
+    assert set(texts.values()) == {"Tea or coffee?", "Coffee or tea?"}
+    out = tmp_path / f"export.{fmt}"
+    monkeypatch.setenv("DATABASE_URL", store_url)
+    assert main(["export", "judgements", "--format", fmt, "-o", str(out)]) == 0
+    assert [r["question_b"] for r in exporters.judgement_rows(source)] == [None, None, "Coffee or tea?"]
+    monkeypatch.setenv("DATABASE_URL", empty_url)
+    assert main(["import", "battles", str(out)]) == 0, capsys.readouterr().err
+    restored = Store(empty_url)
     assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
     assert {(s["question_id"], s["model"], s["scenario"]): s["question"]
             for s in restored.list_submissions()} == texts

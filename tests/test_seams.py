@@ -454,15 +454,13 @@ def test_regression_the_cli_prints_every_digit_of_a_figure(tmp_path: Path, redis
             assert all(row[k] == health[row["judge"]][k] for k in row if k in health[row["judge"]]), row
 
 
-@pytest.mark.xfail(strict=True, reason="reported, not fixed here: the importer (service/importers, "
-                                       "service/store/submissions.py) takes a row without question text to "
-                                       "state the question id as its text")
 def test_regression_a_file_with_the_question_text_joins_one_without(tmp_path: Path) -> None:
     """Two judges' files on the same questions and outputs, one without question text (Chatbot
-    Arena's rows have none) and one with it: the second is refused ("already holds a different
-    question"), so two sources cannot be compared on one board. Found by the harness drawing
-    placeholder rows and votes in one file; `seams_stores` now draws a file with every text or
-    none until this is decided (a missing text should match the stored one, or fill it)."""
+    Arena's rows have none) and one with it: the second was refused ("already holds a different
+    question"), so two sources could not be compared on one board. Found by the harness drawing
+    placeholder rows and votes in one file (`seams_stores` draws them so again). Now a row without
+    the text takes the one known for its question, and a file with it fills it in where an import
+    stored only the id (`service.importers.battles._questions`)."""
     rows = [{"question_id": "q1", "model_a": "m1", "model_b": "m2", "winner": "model_a", "output_a": "x",
              "output_b": "y"}, {"question_id": "q1", "question": "What is q1?", "model_a": "m1", "model_b": "m2",
                                 "winner": "model_b", "output_a": "x", "output_b": "y", "judge": "j2"}]

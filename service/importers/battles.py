@@ -17,6 +17,14 @@ output, which live tournaments never pair. With `--human`, a side without an out
 joust's own outputs) instead of clashing with it. A row's `key` (an export's) is its identity,
 else a hash of the judge, the file's name and the row: importing the same file again adds nothing.
 
+A row without question text (Chatbot Arena's have none) is filed with its question id as the
+text. So that files of two judges on the same questions, one with the text and one without, meet
+on one board (`_questions`): such a row takes the text its submission already holds, else the one
+text the file gives that question id elsewhere, else the one real text stored for it; and a file
+that gives a question's text fills it in, in the same transaction, where an import stored only
+the id (`ImportSession.fill_questions`; the summary counts them). A stored text of its own is
+never replaced: a row that gives another is refused, naming its line.
+
 A judge that gave an inconsistent verdict in the file (`tie (inconsistent)`) judged each pair in
 both orders, so its rows without a stated order are filed with order `both` (`both_orders`):
 judge health then counts their consistency as stored.
@@ -24,6 +32,7 @@ judge health then counts their consistency as stored.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -47,7 +56,7 @@ from .common import (
     row_key,
     timed,
 )
-from .verdicts import SIDES, BattleRow, read_row
+from .verdicts import SIDES, BattleRow, Side, read_row
 
 PLACEHOLDER = PLACEHOLDER_OUTPUT  # live tournaments never pair these (service.store.submissions)
 PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
@@ -123,6 +132,8 @@ def load_battles(
     rows = both_orders(rows, judges)
     summary = ImportSummary(source=path.name, ignored_columns=parsed.ignored)
     with store.importing() as session:
+        rows, fills = _questions(session, rows)
+        summary.questions_filled = session.fill_questions(fills)
         sides = _submissions(session, path, rows, human, summary)
         verdicts = [_judgement(name, path, row, a, b) for name, row, (a, b) in zip(judges, rows, sides)]
         results = session.add_verdicts(name=f"import {path.name}", source=path.name, rows=verdicts)
@@ -154,6 +165,48 @@ def _check_keys(path: Path, rows: list[BattleRow], judges: list[str]) -> None:
         if (first_judge, criteria) != (name, row.criteria):
             raise ImportFormatError(path, row.line, f"key {row.key[:12]}... is also on line {line}, as another "
                                                     f"judge's or criteria's ({first_judge}, {criteria})")
+
+
+def _questions(session: ImportSession, rows: list[BattleRow]) -> tuple[list[BattleRow], dict[str, str]]:
+    """Each row with the question text of each side resolved, and the texts to fill in: question
+    id -> the text the file gives it, for the questions whose stored submissions an import filed
+    without one.
+
+    A side's text equal to its question id is no text (a row without one, or an export's row of
+    a submission stored without one). Such a side takes, in order: its stored submission's text
+    (after the fill; so it matches), the one text the file gives the question elsewhere, the one
+    real text the question's stored submissions hold; else it keeps the id. A question the file
+    (or, for the last step, the store) gives two texts is left as it was: which text a row
+    without one meant cannot be told, and a row with one that meets another is refused where
+    the submissions are stored."""
+    given: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        for s in (0, 1):
+            if row.question_of(s) != row.question_id:
+                given[row.question_id].add(row.question_of(s))
+    stored = session.stored_questions({row.question_id for row in rows})
+    in_file = {q: next(iter(texts)) for q, texts in given.items() if len(texts) == 1}
+    fills = {q: in_file[q] for q in sorted({key[0] for key, found in stored.items() if found.fillable} & set(in_file))}
+    held: dict[tuple[str, str, str], str] = {
+        key: fills[key[0]] if found.fillable and key[0] in fills else found.question for key, found in stored.items()}
+    real: dict[str, set[str]] = defaultdict(set)
+    for key, text in held.items():
+        if text != key[0]:
+            real[key[0]].add(text)
+    known = {q: texts.pop() for q, texts in real.items() if len(texts) == 1} | in_file
+
+    def text(row: BattleRow, s: int, side: Side) -> str:
+        own = row.question_of(s)
+        if own != row.question_id:
+            return own
+        return held.get((row.question_id, side.model, side.scenario)) or known.get(row.question_id, own)
+
+    resolved = []
+    for row in rows:
+        a, b = text(row, 0, row.a), text(row, 1, row.b)
+        same = (a, None if b == a else b) == (row.question, row.question_b)
+        resolved.append(row if same else replace(row, question=a, question_b=None if b == a else b))
+    return resolved, fills
 
 
 def _submissions(

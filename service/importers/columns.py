@@ -8,9 +8,10 @@ One row is one verdict on two submissions, side a and side b. Named once here, r
   left was shown first), or `model_x, model_y`; `scenario_a, scenario_b` (default "default");
   `output_a, output_b`: the texts judged (empty or absent: a placeholder submission).
 - question: `question_id`, else `prompt`, else `id` (else the row is its own question);
-  `question` (else `prompt`, else the id) is the text; `question_b` side b's text when its
-  submission holds another (an export writes it where the two differ: a placeholder's text is
-  its question id, a vote's side may carry the real one); `turn` N > 1 makes the question
+  `question` (else `prompt`, else the id: no text, which takes the text known for the question
+  and is filled in by a file that gives it, see `service.importers.battles`) is the text;
+  `question_b` side b's text when its submission holds another (an export writes it where the
+  two differ: one question's submissions may hold different texts); `turn` N > 1 makes the question
   `<question_id>#turn<N>` (a later turn is another question; turn 1 keeps the id).
 - verdict: `winner` model_a | model_b | tie | "tie (bothbad)" | "tie (inconsistent)" (MT-Bench:
   the two orders disagreed, so `consistent` false), or left | right; `outcome` A | B | TIE

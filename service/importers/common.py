@@ -79,6 +79,7 @@ class ImportSummary:
     ignored_columns: list[str] = field(default_factory=list)
     votes: int = 0
     matched_votes: int | None = None  # votes whose two sides are stored outputs (--human); None: not matched
+    questions_filled: int = 0  # stored submissions whose question text (their id) the file filled in
     seconds: float = 0.0
 
     def add_judgements(self, judge: str, result: JudgementImport) -> None:
@@ -99,6 +100,9 @@ class ImportSummary:
             parts.append(f"scores {self.scores_created} new, {self.scores_existing} existing")
         if self.skipped:
             parts.append(f"{self.skipped} rows skipped")
+        if self.questions_filled:
+            parts.append(f"question text filled in for {self.questions_filled} stored submission"
+                         + ("s" if self.questions_filled != 1 else ""))
         if self.matched_votes is not None:
             parts.append(f"{self.matched_votes} of {self.votes} votes on stored submissions with outputs")
         if self.judges:

@@ -25,7 +25,7 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +76,16 @@ class ImportedJudgement:
     output_tokens: int = 0
     cost_usd: float | None = 0.0
     created_at: float | None = None
+
+
+@dataclass(frozen=True)
+class StoredQuestion:
+    """A stored submission's question text; `fillable`: an import stored it without one (its text
+    is its question id), so a file that gives the text may fill it in (`fill_questions`)."""
+
+    id: int
+    question: str
+    fillable: bool
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,49 @@ class ImportSession:
         """(question_id, model, scenario) -> (id, output hash) for the keys that are stored."""
         return {key: (found[0], found[2]) for key, found in self._stored(keys).items()}
 
+    def stored_questions(self, question_ids: Iterable[str]) -> dict[tuple[str, str, str], StoredQuestion]:
+        """(question_id, model, scenario) -> its question text, for every stored submission of
+        the questions, each marked `fillable` when its text only stands in for one an import
+        was not given (see `fill_questions`)."""
+        t = s.submissions
+        found: dict[tuple[str, str, str], StoredQuestion] = {}
+        for qids in _chunks(sorted(set(question_ids))):
+            rows = self.conn.execute(select(t.c.id, t.c.question_id, t.c.model, t.c.scenario, t.c.question,
+                                            t.c.metadata).where(t.c.question_id.in_(qids)))
+            for r in rows:
+                found[(r.question_id, r.model, r.scenario)] = StoredQuestion(
+                    r.id, r.question, r.question == r.question_id and _imported(r.metadata))
+        return found
+
+    def fill_questions(self, texts: Mapping[str, str]) -> int:
+        """Give the text `texts[question_id]` to the question's submissions that an import stored
+        without one (their text is their question id: a battle row without question text), in
+        this transaction; a submission with a text of its own keeps it. Returns how many changed.
+
+        Why this is safe: `question_hash` only says whether a submission arriving under the same
+        key holds the same question, so it follows the text. No stored key is derived from a
+        submission's question text: an imported judgement's key is the file's `key` or a hash of
+        its row (`service.importers.battles`), and a live judge's judgement key (question text,
+        outputs...) is computed from the submissions each time a pair is judged or planned, never
+        kept apart from the judgement. A judgement a live judge made of a real output filled here
+        keeps its key and its matches; the next tournament keys the pair with the real question,
+        so it is judged again once, with the question the judge should have been shown. Boards
+        read no question text. The gaming flags' text pass of a running server is redone when a
+        new submission arrives (`Store.submission_mark`), so its `copies_question` sees the
+        filled text from then on."""
+        t = s.submissions
+        stored = self.stored_questions(texts)
+        ids: dict[str, list[int]] = defaultdict(list)
+        for (question_id, _, _), found in stored.items():
+            if found.fillable and texts[question_id] != question_id:
+                ids[question_id].append(found.id)
+        for question_id, chunk_ids in ids.items():
+            text = texts[question_id]
+            for chunk in _chunks(chunk_ids):
+                self.conn.execute(update(t).where(t.c.id.in_(chunk), t.c.question == question_id)
+                                  .values(question=text, question_hash=content_hash(text)))
+        return sum(len(found) for found in ids.values())
+
     def add_submissions(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
         """(id, created) per item, with `add_submissions`' rule: same content, same id; a
         different question or output under a stored key raises BatchConflict (naming the item)."""
@@ -158,15 +211,23 @@ class ImportSession:
             if known != (q_hash, o_hash):
                 what = "question" if known[0] != q_hash else "output"
                 where = f"submission {stored[key][0]}" if key in stored else f"item {fresh[key] + 1} of this import"
+                texts = ""
+                if what == "question":
+                    held = self._question(stored[key][0]) if key in stored else items[fresh[key]].question
+                    texts = f": {_excerpt(held)}, where this one says {_excerpt(item.question)}"
                 raise BatchConflict(
                     index,
                     f"{where} (question_id={key[0]!r}, model={key[1]!r}, scenario={key[2]!r}) "
-                    f"already holds a different {what}",
+                    f"already holds a different {what}{texts}",
                 )
         if rows:
             self.conn.execute(s.submissions.insert(), rows)
             stored.update(self._stored(fresh))
         return [(stored[key][0], fresh.get(key) == index) for index, key in enumerate(keys)]
+
+    def _question(self, submission_id: int) -> str:
+        t = s.submissions
+        return str(self.conn.execute(select(t.c.question).where(t.c.id == submission_id)).scalar_one())
 
     # ---- scores -----------------------------------------------------------------------
 
@@ -323,6 +384,20 @@ class ImportSession:
         self.conn.execute(update(c).where(c.c.name == "resolved").values(value=c.c.value + n))
         last = int(self.conn.execute(select(c.c.value).where(c.c.name == "resolved")).scalar_one())
         return last - n + 1
+
+
+def _imported(metadata: str | None) -> bool:
+    """Whether a submission's metadata says an import stored it (`{"import": <file name>}`)."""
+    try:
+        found = json.loads(metadata or "{}")
+    except ValueError:
+        return False
+    return isinstance(found, dict) and "import" in found
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    """A text for an error message: quoted, cut to `limit` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _submission_row(item: NewSubmission, q_hash: str, o_hash: str, now: float) -> dict:
