@@ -19,6 +19,7 @@ from multiprocessing.context import ForkProcess
 from types import FrameType
 
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue, SimpleWorker
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.job import Job
@@ -125,7 +126,11 @@ class JoustWorker(SimpleWorker):
             thread.stop(timeout=0)  # redis-py >= 8.2: clear the flag, do not join yet
         else:
             thread.stop()  # older redis-py: stop() only clears the flag
-        pubsub.unsubscribe()
+        if thread.is_alive():
+            try:
+                pubsub.unsubscribe()  # the reply wakes the thread, which sees the flag and ends
+            except RedisConnectionError:
+                pass  # the thread already closed the connection on its way out: that is the end we want
         thread.join(timeout=1)
         pubsub.close()
 
