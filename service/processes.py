@@ -60,6 +60,14 @@ START_FAILURES = 3  # exits with an error, each within SLOW_START_S of its start
 HEALTH_TIMEOUT_S = 2.0  # one look at the API's health while waiting to say "up"
 
 
+
+def say(line: str) -> None:
+    """One line to stdout in one write: print() writes the text and its newline apart, and the
+    children's log lines relayed by another thread could land between them (a test read a log
+    line as part of joust's URL)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 def ensure_secret(path: Path) -> str:
     """The secret kept in `path`, generated (URL-safe, 0600) the first time and reused after."""
     try:
@@ -369,19 +377,19 @@ def _run_up(settings: Settings, *, host: str, port: int, workers: int) -> int:
     try:
         sup.start()
         if sup.wait_healthy(f"{url}/api/health"):
-            print(f"joust is up: {url}/", flush=True)
+            say(f"joust is up: {url}/")
             # Never the key itself: logs outlive terminals and are read by more people than the data dir.
-            print(f"API key: {key_source}", flush=True)
-            print(f"data: {data_dir}  redis: {redis_shown}  workers: {workers}", flush=True)
+            say(f"API key: {key_source}")
+            say(f"data: {data_dir}  redis: {redis_shown}  workers: {workers}")
             sup.watch()
     finally:
-        print("joust is stopping…", flush=True)
+        say("joust is stopping…")
         sup.stop()
         if redis_server is not None:
             redis_server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        print("joust stopped", flush=True)
+        say("joust stopped")
         if sup.failed is not None:  # last, after the other children's goodbyes
             report_failed(sup.failed)
     return 1 if sup.failed is not None else 0

@@ -22,7 +22,7 @@ The client is read at every level; the CLI, the export and the page at one level
 turning with the judge and the store (they read each level through the same parameter).
 A new figure joins here. The quick run (`test_seams`) draws `JOUST_SEAMS_EXAMPLES` stores of each
 shape (default 3, derandomized: the same stores every run); `test_seams_many` (slow) draws
-`JOUST_SEAMS_MANY` of any shape (default 40). Each defect the harness found is kept below as an
+`JOUST_SEAMS_MANY` of any shape (default 24, in four seeded parts that the test processes share). Each defect the harness found is kept below as an
 explicit store (`test_regression_*`).
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from service.app import create_app
 from service.cli import main
@@ -50,7 +50,8 @@ from tests.seams_surfaces import BOARD_FIELDS, Surfaces
 from tests.serving import serving
 
 EXAMPLES = int(os.environ.get("JOUST_SEAMS_EXAMPLES", "3"))  # per shape, in the quick run
-MANY = int(os.environ.get("JOUST_SEAMS_MANY", "40"))  # of any shape, in the slow one
+MANY = int(os.environ.get("JOUST_SEAMS_MANY", "24"))  # of any shape, in the slow one
+MANY_PARTS = 4
 ELO = 1e-4  # Elo points: two Newton solvers at 1e-10 nats agree far closer than this
 WIDE = 3000.0  # Elo points: an interval this wide is the ridge prior's, not the verdicts'
 LEVELS = expected.LEVELS
@@ -396,10 +397,13 @@ def test_seams(shape: str, tmp_path: Path, redis_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_seams_many(tmp_path: Path, redis_url: str) -> None:
-    """`MANY` stores of any shape: more of what the quick run draws (about 3 s each, so over 20 s)."""
+@pytest.mark.parametrize("part", range(MANY_PARTS))
+def test_seams_many(part: int, tmp_path: Path, redis_url: str) -> None:
+    """`MANY` stores of any shape, more of what the quick run draws (about 2.5 s each), in
+    `MANY_PARTS` parts with a seed each, so that the test processes share them."""
 
-    @settings(SEAMS, max_examples=MANY)
+    @seed(part)
+    @settings(SEAMS, max_examples=max(1, MANY // MANY_PARTS), derandomize=False)
     @given(spec=stores())
     def check(spec: StoreSpec) -> None:
         check_store(spec, tmp_path, redis_url)
