@@ -275,16 +275,8 @@ class Engine:
         if self._closing:
             await self.requeue(match_id, 0.0, "its worker is stopping")
             return "requeued"
-        running = self._running.get(match_id)
-        if running is not None:
-            # Handed out again while its task here is still ending: a retry's job can arrive
-            # before the task that queued it has left (its store write comes after the queue's),
-            # and dropping it lost the match until the sweep. Wait for the task; if it is still
-            # judging, put the job back rather than drop it.
-            await asyncio.wait({running}, timeout=min(wait_s, 1.0))
-            if match_id in self._running:
-                await self.requeue(match_id, 1.0, "it is still being judged here")
-                return "requeued"
+        if match_id in self._running:  # handed out again while still being judged here
+            return MatchOutcome.SKIPPED.value
         if self.database.down and not await self.database.back(wait_s):  # keep the rest on the queue
             await self.requeue(match_id, max(1.0, self.settings.lease_ttl_s), "the database is down")
             return "requeued"
