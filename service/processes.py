@@ -60,13 +60,13 @@ START_FAILURES = 3  # exits with an error, each within SLOW_START_S of its start
 HEALTH_TIMEOUT_S = 2.0  # one look at the API's health while waiting to say "up"
 
 
-
 def say(line: str) -> None:
     """One line to stdout in one write: print() writes the text and its newline apart, and the
     children's log lines relayed by another thread could land between them (a test read a log
     line as part of joust's URL)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
 
 def ensure_secret(path: Path) -> str:
     """The secret kept in `path`, generated (URL-safe, 0600) the first time and reused after."""

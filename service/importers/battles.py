@@ -167,9 +167,9 @@ def _check_keys(path: Path, rows: list[BattleRow], judges: list[str]) -> None:
                                                     f"judge's or criteria's ({first_judge}, {criteria})")
 
 
-def _questions(session: ImportSession, rows: list[BattleRow]) -> tuple[list[BattleRow], dict[str, str]]:
-    """Each row with the question text of each side resolved, and the texts to fill in: question
-    id -> the text the file gives it, for the questions whose stored submissions an import filed
+def _questions(session: ImportSession, rows: list[BattleRow]) -> tuple[list[BattleRow], dict[int, str]]:
+    """Each row with the question text of each side resolved, and the texts to fill in: stored
+    submission id -> the text the file gives its question, for the submissions an import filed
     without one.
 
     A side's text equal to its question id is no text (a row without one, or an export's row of
@@ -206,7 +206,7 @@ def _questions(session: ImportSession, rows: list[BattleRow]) -> tuple[list[Batt
         a, b = text(row, 0, row.a), text(row, 1, row.b)
         same = (a, None if b == a else b) == (row.question, row.question_b)
         resolved.append(row if same else replace(row, question=a, question_b=None if b == a else b))
-    return resolved, fills
+    return resolved, {found.id: fills[key[0]] for key, found in stored.items() if found.fillable and key[0] in fills}
 
 
 def _submissions(

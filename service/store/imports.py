@@ -162,10 +162,10 @@ class ImportSession:
                     r.id, r.question, r.question == r.question_id and _imported(r.metadata))
         return found
 
-    def fill_questions(self, texts: Mapping[str, str]) -> int:
-        """Give the text `texts[question_id]` to the question's submissions that an import stored
-        without one (their text is their question id: a battle row without question text), in
-        this transaction; a submission with a text of its own keeps it. Returns how many changed.
+    def fill_questions(self, texts: Mapping[int, str]) -> int:
+        """Give each submission `texts` names (by id; found `fillable` by `stored_questions`) its
+        question text, in this transaction; one whose text is no longer its question id (a text
+        of its own) keeps it. Returns how many changed.
 
         Why this is safe: `question_hash` only says whether a submission arriving under the same
         key holds the same question, so it follows the text. No stored key is derived from a
@@ -179,17 +179,15 @@ class ImportSession:
         new submission arrives (`Store.submission_mark`), so its `copies_question` sees the
         filled text from then on."""
         t = s.submissions
-        stored = self.stored_questions(texts)
-        ids: dict[str, list[int]] = defaultdict(list)
-        for (question_id, _, _), found in stored.items():
-            if found.fillable and texts[question_id] != question_id:
-                ids[question_id].append(found.id)
-        for question_id, chunk_ids in ids.items():
-            text = texts[question_id]
-            for chunk in _chunks(chunk_ids):
-                self.conn.execute(update(t).where(t.c.id.in_(chunk), t.c.question == question_id)
-                                  .values(question=text, question_hash=content_hash(text)))
-        return sum(len(found) for found in ids.values())
+        changed = 0
+        by_text: dict[str, list[int]] = defaultdict(list)
+        for submission_id, text in texts.items():
+            by_text[text].append(submission_id)
+        for text, ids in by_text.items():
+            for chunk in _chunks(sorted(ids)):
+                changed += self.conn.execute(update(t).where(t.c.id.in_(chunk), t.c.question == t.c.question_id)
+                                             .values(question=text, question_hash=content_hash(text))).rowcount
+        return changed
 
     def add_submissions(self, items: Sequence[NewSubmission]) -> list[tuple[int, bool]]:
         """(id, created) per item, with `add_submissions`' rule: same content, same id; a
