@@ -97,6 +97,11 @@ def run_panel(client: TestClient, settings: Settings, **body: Any) -> dict:
     raise AssertionError(f"panel run {tid} did not settle: {client.get(f'/api/tournaments/{tid}').json()}")
 
 
+def failures(client: TestClient, tid: int) -> object:
+    """Why a run's matches failed, for an assertion's message."""
+    return client.app.state.store.tournament_failures(tid)  # type: ignore[attr-defined]
+
+
 def verdicts(client: TestClient, tid: int) -> list[dict]:
     response = client.get(f"/api/tournaments/{tid}/judgements")
     assert response.status_code == 200, response.text
@@ -122,7 +127,7 @@ def test_a_majority_panel_then_a_split_panel_reusing_a_member(
     assert priced.status_code == 200, priced.text
     assert (priced.json()["matches"], priced.json()["calls"]) == (9, 18)  # three members, three pairs, two orders
     view = run_panel(client, settings, judges=[TWO, CONTRA, ONE])
-    assert (view["matches_done"], view["matches_failed"]) == (3, 0)
+    assert (view["matches_done"], view["matches_failed"]) == (3, 0), failures(client, view["id"])
     assert view["spec"]["judge"] == f"panel/{ONE}+{TWO}+{CONTRA}"
     assert view["spec"]["judges"] == [ONE, TWO, CONTRA] and view["spec"]["aggregation"] == "majority"
     assert len(view["runs"]) == 3  # one run per member, listed under the panel's
@@ -149,7 +154,7 @@ def test_a_majority_panel_then_a_split_panel_reusing_a_member(
     again = client.post("/api/tournaments?dry_run=true", json={"judges": [ONE, OTHER]}, headers=AUTH).json()
     assert (again["calls"], again["cached"]) == (6, 3)  # ONE's three verdicts are stored
     split = run_panel(client, settings, judges=[ONE, OTHER], panel="split")
-    assert (split["matches_done"], split["matches_failed"]) == (3, 0)
+    assert (split["matches_done"], split["matches_failed"]) == (3, 0), failures(client, split["id"])
     assert calls_by_model(anthropic) == before_anthropic  # ONE's verdicts were reused: no call
     assert calls_by_model(openai) - before_openai == Counter({"other": 6})  # only the new member paid
     assert {j["outcome"] for j in verdicts(client, split["id"])} == {"TIE"}  # they disagree on every pair

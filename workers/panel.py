@@ -51,20 +51,20 @@ async def resolve_panel(deps: Deps, ctx: MatchContext) -> MatchOutcome:
         members = (members[ctx.spec.layer or 0],)
         if ctx.spec.layer is not None:  # a copy run, under the panel's own run
             root = await io(store.parent_of, ctx.tournament_id)
-    found: dict[str, dict] = {}
-    for member in members:
-        keys = pair_keys(member, ctx.spec.criteria, ctx.spec.order, ctx.a, ctx.b, ctx.reference)
-        judgement = await io(store.find_judgement, *keys.answering)
-        if judgement is not None:
-            found[member] = judgement
+    found = await _verdicts(deps, ctx, members)
     missing = [m for m in members if m not in found]
     if missing:
         waiting = await io(store.members_waiting, root, ctx.a.id, ctx.b.id)
+        # A member's match may have stored its verdict and ended since the look-up above: look
+        # again for those no longer waiting (a match stores its verdict before it ends).
+        found |= await _verdicts(deps, ctx, [m for m in missing if m not in waiting])
+        missing = [m for m in members if m not in found]
         gone = [m for m in missing if m not in waiting]
         if gone:
             await fail(deps, ctx, f"PanelError: no verdict from {', '.join(gone)} on this pair "
                                           "(its match failed or was cancelled)")
             return MatchOutcome.FAILED
+    if missing:
         if deps.requeue is None:
             raise RuntimeError("a panel match waits for its members and there is no queue to wait on")
         await deps.requeue(ctx.match_id, WAIT_S, "for its members' verdicts")
@@ -91,3 +91,14 @@ async def resolve_panel(deps: Deps, ctx: MatchContext) -> MatchOutcome:
         outcome = orient(Winner(stored["outcome"]), stored["a_hash"], ctx.a.output)
     await io(store.resolve_match, ctx.match_id, judgement_id, outcome, consistent, made=created)
     return MatchOutcome.JUDGED if created else MatchOutcome.CACHED
+
+
+async def _verdicts(deps: Deps, ctx: MatchContext, members: list[str] | tuple[str, ...]) -> dict[str, dict]:
+    """The stored judgement of the pair of each member that has one, under its own keys."""
+    found: dict[str, dict] = {}
+    for member in members:
+        keys = pair_keys(member, ctx.spec.criteria, ctx.spec.order, ctx.a, ctx.b, ctx.reference)
+        judgement = await deps.io(deps.store.find_judgement, *keys.answering)
+        if judgement is not None:
+            found[member] = judgement
+    return found
