@@ -175,3 +175,26 @@ def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake
             w.wait(timeout=30)
     assert all(db.get_tournament(t)["matches_done"] == 3 for t in (first, second))
     assert fake.replies == 3 * 2  # three pairs, both orders, paid once across the two tournaments
+
+
+def test_a_job_for_a_match_still_in_flight_here_is_taken_up_when_its_task_ends(
+    db: Store, env: Settings, fake: FakeAnthropic
+) -> None:
+    """A retry's job can reach this process before the task that queued it has ended (the
+    queue is written before the store): it is taken up then, never dropped. Dropping it once
+    left a match of 40 pending until the scheduler's sweep (tests/test_worker_faults.py in CI)."""
+    fake.latency_s = 0.3
+    submit(db, questions=1)
+    start(db, env, models=["good", "mid"])
+    (match_id,) = [m for m in range(1, 10) if _exists(db, m)]
+    engine = runtime.engine()
+    assert engine.admit(match_id) == "admitted"
+    assert engine.admit(match_id) == "deferred"  # its task is still asking the judge
+    deadline = time.monotonic() + 20
+    while (engine.outcomes[MatchOutcome.SKIPPED] == 0 or engine.in_flight()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # the first job judged it; the second was taken up after and found it finished
+    assert engine.outcomes[MatchOutcome.JUDGED] == 1
+    assert engine.outcomes[MatchOutcome.SKIPPED] == 1
+    assert engine.in_flight() == 0
+    assert fake.replies == 2

@@ -105,6 +105,8 @@ class Engine:
         self._running: dict[int, asyncio.Task[MatchOutcome]] = {}
         self._closing = False
         self._bookkeeping: set[asyncio.Task[None]] = set()  # queue records waiting for the database
+        self._again: set[int] = set()  # matches whose job came while their task here was ending
+        self._readmits: set[asyncio.Task[None]] = set()  # those jobs being taken up
         self.deps: Deps = self.run(self._build())
 
     # ---- the loop's side ---------------------------------------------------------------------
@@ -170,9 +172,7 @@ class Engine:
             await self.io_once(self.store.mark_queued, jobs)
         except StoreUnavailable as exc:
             await self.database.confirm(exc)
-            task = asyncio.get_running_loop().create_task(self.io(self.store.mark_queued, jobs))
-            self._bookkeeping.add(task)
-            task.add_done_callback(self._bookkeeping.discard)
+            self._track(self.io(self.store.mark_queued, jobs))
 
     def _enqueue(self, match_ids: list[int], delay_s: float, why: str) -> dict[int, str]:
         assert self.queue is not None
@@ -275,8 +275,12 @@ class Engine:
         if self._closing:
             await self.requeue(match_id, 0.0, "its worker is stopping")
             return "requeued"
-        if match_id in self._running:  # handed out again while still being judged here
-            return MatchOutcome.SKIPPED.value
+        if match_id in self._running:
+            # Handed out again while its task here has not left: a retry's or a wait's job can
+            # arrive before the task that queued it has ended (the queue is written before the
+            # store), and dropping it lost the match until the sweep. Take it up when the task ends.
+            self._again.add(match_id)
+            return "deferred"
         if self.database.down and not await self.database.back(wait_s):  # keep the rest on the queue
             await self.requeue(match_id, max(1.0, self.settings.lease_ttl_s), "the database is down")
             return "requeued"
@@ -313,13 +317,33 @@ class Engine:
             self.outcomes[MatchOutcome.ABANDONED] += 1
             return MatchOutcome.ABANDONED
         finally:
-            self._running.pop(match_id, None)
             self._slots.release()
-            if deps.leases is not None:
-                if abandoned:
-                    await deps.leases.abandon([match_id])
-                else:
-                    await deps.leases.drop(match_id)
+            try:
+                if deps.leases is not None:  # before it leaves `_running`: a later job's lease stays
+                    if abandoned:
+                        await deps.leases.abandon([match_id])
+                    else:
+                        await deps.leases.drop(match_id)
+            finally:
+                self._running.pop(match_id, None)
+                if match_id in self._again:
+                    self._again.discard(match_id)
+                    task = asyncio.get_running_loop().create_task(self._readmit(match_id))
+                    self._readmits.add(task)
+                    task.add_done_callback(self._readmits.discard)
+
+    async def _readmit(self, match_id: int) -> None:
+        """Take up a job that arrived while the match's task here was still ending."""
+        try:
+            await self._admit(match_id, max(1.0, self.settings.match_timeout_s / 4))
+        except Exception:  # the scheduler's sweep hands it out again
+            log.exception("match %d: taking up its deferred job failed", match_id)
+
+    def _track(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run background work the shutdown cancels and waits for."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._bookkeeping.add(task)
+        task.add_done_callback(self._bookkeeping.discard)
 
     async def _drain(self, timeout_s: float) -> list[int]:
         self._closing = True
@@ -331,6 +355,8 @@ class Engine:
             task.cancel()
         if left:
             await asyncio.wait(list(left.values()), timeout=5)
+        if self._readmits:  # deferred jobs go back on the queue (the engine is closing)
+            await asyncio.wait(list(self._readmits), timeout=5)
         return sorted(left)
 
     async def _shutdown(self) -> None:
@@ -353,7 +379,8 @@ class Engine:
     def admit(self, match_id: int) -> str:
         """Lease a match and hand it to the loop; waits while the engine is full, at most about
         a quarter of `match_timeout_s` (then the match goes back on the queue for another
-        worker). "admitted", "requeued", or "skipped" when it is in flight here already."""
+        worker). "admitted", "requeued", or "deferred" when it is in flight here already (taken up
+        when that task ends)."""
         return self.run(self._admit(match_id, max(1.0, self.settings.match_timeout_s / 4)))
 
     def judge_now(self, match_id: int) -> MatchOutcome:

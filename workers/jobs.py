@@ -35,8 +35,8 @@ DATABASE_POLL_S = 0.5
 
 def judge_match(match_id: int) -> str:
     """Give one match to this process's engine: "admitted", "requeued" (this process stayed full
-    too long, or the database was down: another worker, or this one later, takes it) or "skipped"
-    (it is in flight here already)."""
+    too long, or the database was down: another worker, or this one later, takes it) or "deferred"
+    (it is in flight here already: taken up when that task ends)."""
     token = logcontext.MATCH_ID.set(match_id)  # the lines of handing it over say which match
     try:
         engine = _engine(match_id)
