@@ -40,10 +40,10 @@ from redis import Redis  # noqa: E402
 
 from bench.namespaces import Network, kill_namespace  # noqa: E402
 from leaderboard.spec import RunSpec  # noqa: E402
-from service.queue import JobQueue  # noqa: E402
-from service.redis_server import find_redis_server, free_port  # noqa: E402
+from service.ops.redis_server import find_redis_server, free_port  # noqa: E402
 from service.store import NewSubmission, Store  # noqa: E402
-from service.tournaments import launch  # noqa: E402
+from service.store.queue import JobQueue  # noqa: E402
+from service.usecases.tournaments import launch  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, prefer  # noqa: E402
 from tests.fault_clients import Clients  # noqa: E402
 from tests.fault_history import History, Verdict, check, paid_calls, read_state  # noqa: E402

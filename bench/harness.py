@@ -25,7 +25,7 @@ import numpy as np
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
 from leaderboard.types import Pair, Winner
-from service.redis_server import RedisServer, free_port
+from service.ops.redis_server import RedisServer, free_port
 from service.store import NewJudgement, NewSubmission, Store
 from service.store import schema as s
 

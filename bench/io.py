@@ -3,7 +3,7 @@ doing the same work, side by side in one run, with ratios (pandas / joust: above
 
     python bench/io.py [--rows 200000] [--llmfao ../shared/data/llmfao/crowd-comparisons.csv]
 
-Import: the file to records (`service.importers.common.read_records`, which keeps each row's
+Import: the file to records (`service.usecases.importers.common.read_records`, which keeps each row's
 line) against `pd.read_csv(dtype=str)` / `pd.read_json(lines=True)` and `to_dict("records")`
 (which cannot say the line of a row whose quoted cell spans lines); then the whole parse to
 typed verdicts, to show what share reading is. Export: `write_judgements` (csv.writer,
@@ -27,10 +27,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service import exporters
-from service.importers.battles import parse_battles
-from service.importers.common import read_records
-from service.importers.verdicts import read_row
+from service.usecases import exporters
+from service.usecases.importers.battles import parse_battles
+from service.usecases.importers.common import read_records
+from service.usecases.importers.verdicts import read_row
 
 
 def best(fn: Callable[[], object], repeat: int = 3) -> float:

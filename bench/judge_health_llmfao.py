@@ -37,8 +37,8 @@ from leaderboard.health import (  # noqa: E402
     voter_agreement,
 )
 from leaderboard.judge_alpha import VoteTable, seeded_alpha  # noqa: E402
-from service.importers.battles import load_battles  # noqa: E402
 from service.store import Store  # noqa: E402
+from service.usecases.importers.battles import load_battles  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "llmfao"
 FILES = (("crowd-comparisons.csv", "crowd", True), ("gpt4-crowd-comparisons.csv", "gpt-4", False),

@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from leaderboard.types import Winner
-from service.judge_health_cache import JudgeHealthCache
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
+from service.usecases.judge_health_cache import JudgeHealthCache
 
 MODELS = 100
 

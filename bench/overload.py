@@ -50,11 +50,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.throughput import JOB_TIMEOUT_S, Workers, question_id, submissions  # noqa: E402
 from leaderboard.spec import RunSpec  # noqa: E402
-from service.metrics import parse_call_stats  # noqa: E402
-from service.queue import JobQueue  # noqa: E402
-from service.redis_server import RedisServer  # noqa: E402
+from service.ops.metrics import parse_call_stats  # noqa: E402
+from service.ops.redis_server import RedisServer  # noqa: E402
 from service.store import Store  # noqa: E402
-from service.tournaments import launch  # noqa: E402
+from service.store.queue import JobQueue  # noqa: E402
+from service.usecases.tournaments import launch  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, prefer  # noqa: E402
 
 FINISHED = ("done", "failed", "cancelled")

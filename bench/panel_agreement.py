@@ -21,7 +21,7 @@ Comparative-QA: four rubric judges (GPT-4 few-shot, GPT-3.5 and Perplexity from
 `compact/evaluated_summaries_scores.csv`, and joust's offline structural rubric
 `leaderboard.rubric.score_structure`), the people the experts of `human_evaluation_367.tsv`;
 scores become pairwise verdicts per question exactly as `joust import cqa` makes them
-(`service.importers.rubric.rubric_judgements`: higher total wins, equal totals tie). Players
+(`service.usecases.importers.rubric.rubric_judgements`: higher total wins, equal totals tie). Players
 are systems (generator, scenario).
 """
 from __future__ import annotations
@@ -43,14 +43,14 @@ from leaderboard.panel import Agreement, agreement, panel_verdicts
 from leaderboard.ratings import bradley_terry
 from leaderboard.rubric import score_structure
 from leaderboard.types import Winner
-from service.importers.cqa import (
+from service.usecases.importers.cqa import (
     HUMAN_SCORES,
     LLM_SCORES,
     parse_human_scores,
     parse_llm_scores,
     parse_summaries,
 )
-from service.importers.rubric import RubricScore, rubric_judgements
+from service.usecases.importers.rubric import RubricScore, rubric_judgements
 
 DATA = REPO.parent / "shared" / "data"
 LLMFAO_JUDGES = (("gpt4-crowd-comparisons.csv", "import/gpt-4"),

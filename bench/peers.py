@@ -220,7 +220,8 @@ def run_size(args, m: int, n: int, peers: dict, lines: list) -> None:
     seconds, _ = best(1, lambda: bootstrap_intervals(battles, np.random.default_rng(1), rounds=args.rounds))
     record("bootstrap", "joust", seconds)
     for given in ("lists", "frame", "arrays"):  # the same bootstrap from the other inputs
-        joust["bootstrap", given] = best(1, lambda: bootstrap_intervals(battle_table(inputs[given]), np.random.default_rng(1), rounds=args.rounds))[0]
+        joust["bootstrap", given] = best(1, lambda given=given: bootstrap_intervals(battle_table(inputs[given]), np.random.default_rng(1),
+                                                                 rounds=args.rounds))[0]
     seconds, _ = best(args.repeat, lambda: online_elo(battles, k=4.0))
     record("elo", "joust", seconds)
     elo_ours = online_elo(battles, k=4.0)

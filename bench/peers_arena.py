@@ -14,9 +14,9 @@ import json
 import sys
 import time
 
+import jax
 import numpy as np
 import pandas as pd
-import jax
 from arena_rank.models.bradley_terry import BradleyTerry, fit_single_bootstrap_sample
 from arena_rank.utils.data_utils import PairDataset
 

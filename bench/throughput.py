@@ -17,7 +17,7 @@ each with `--workers` (2) worker processes started exactly as `joust up` starts 
 (`python -m service.cli worker --name ...`, with REDIS_URL, DATABASE_URL, JOUST_DATA_DIR,
 ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY set, and JOUST_JUDGE_RPM=<rpm>: the account's limit,
 as the README tells users to set it), each on a round-robin tournament of the same submissions
-(created with `service.tournaments.launch`, order "both"):
+(created with `service.usecases.tournaments.launch`, order "both"):
 
 - naive: JOUST_WORKER_MATCHES=1, one match at a time per process (its two orders in flight
   together), which is what a worker did before the engine; judge "anthropic/bench-naive".
@@ -73,11 +73,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from leaderboard.spec import RunSpec
-from service.queue import JobQueue
-from service.processes import stop_groups
-from service.redis_server import RedisServer, die_with_parent
+from service.ops.processes import stop_groups
+from service.ops.redis_server import RedisServer, die_with_parent
 from service.store import NewSubmission, Store
-from service.tournaments import launch
+from service.store.queue import JobQueue
+from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, ReceivedTimes, prefer
 from tests.fake_wire import Received
 

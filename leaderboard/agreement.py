@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 NO_SPREAD = "no_spread"  # Alpha.missing: the resamples never vary alpha, so they cannot measure its spread
 NO_WIDTH = 1e-9  # an interval of alpha narrower than this has no width
 

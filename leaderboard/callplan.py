@@ -1,7 +1,7 @@
 """What judging a planned run asks of the judge, criteria set by criteria set: calls and tokens,
 counted before anything is paid.
 
-Pure: the service (`service.tournaments.dry_run`) plans the pairs, drops those a stored
+Pure: the service (`service.usecases.tournaments.dry_run`) plans the pairs, drops those a stored
 judgement answers, looks up the stored single scores and the submissions' sources, and hands
 them here; it prices the result with `leaderboard.pricing`. Pairs are taken in plan order, the
 order a worker judges them in, and each is counted as the worker would spend on it:

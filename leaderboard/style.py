@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .battles import BattleTable, battle_table
-from .fit import DEFAULT_RIDGE, ConvergenceError, elo_scale, half_widths
+from .fit import DEFAULT_RIDGE, elo_scale, half_widths
 from .newton import minimize, spd_solve
 from .ratings import Battles, bradley_terry_intervals
 

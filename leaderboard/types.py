@@ -18,7 +18,7 @@ class Winner(str, Enum):
     B = "B"
     TIE = "TIE"
 
-    def flipped(self) -> "Winner":
+    def flipped(self) -> Winner:
         """The same verdict seen with the two sides swapped."""
         if self is Winner.A:
             return Winner.B

@@ -7,7 +7,7 @@ several machines) the API holds no provider key at all. So a judge is checked tw
 - When a tournament is created, the API accepts a judge that it can reach itself (`joust up`:
   every role shares one environment) or that a live worker can reach: each `joust worker` says
   what it can reach in its RQ registration (`Settings.reach()`, the names of what is set, never
-  a key), and the API reads the live workers' word (`service.liveness.worker_reaches`).
+  a key), and the API reads the live workers' word (`service.ops.liveness.worker_reaches`).
   Otherwise it refuses with 422, naming the variable to set and where. With Redis down the
   workers cannot be asked and the judge is accepted, as any write is then.
 - When a worker takes a match, it checks its own settings (`workers.registry.build_judge`): a
@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from leaderboard.reach import Reach
-
-from .config import Settings
+from service.config import Settings
 
 
 def unreachable(judge: str, here: Settings, workers: Callable[[], list[Reach] | None]) -> str | None:

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 
-from service.app import create_app
 from service.config import Settings
-from service.queue import SERIALIZER
 from service.store import Store
+from service.store.queue import SERIALIZER
+from service.web.app import create_app
 
 __all__ = ["api_database_url", "api_settings", "client", "make_client", "queue"]  # fixtures; the rest by name
 

@@ -49,11 +49,11 @@ from tests.fake_batches import BatchStore
 from tests.fake_http import Handler as _Handler
 from tests.fake_http import Server as _Server
 from tests.fake_limits import Admission, Draws, Fault, FaultConfig, RateLimiter
+
 # Re-exported, so tests can take everything about the fake from this module.
 from tests.fake_policies import Decide, always, block, decide_from_config, malformed, prefer, verdict_json
-from tests.fake_wire import ERROR_TYPES, MALFORMED_TEXT, Cost, Failure, Received, ReceivedTimes, answer_message
+from tests.fake_wire import ERROR_TYPES, MALFORMED_TEXT, Cost, Failure, Received, ReceivedTimes, answer_message, api_key_of, input_tokens_of
 from tests.fake_wire import error_body as _error
-from tests.fake_wire import api_key_of, input_tokens_of
 from tests.fake_wire import text_of as _text  # noqa: F401  (tests.fake_openai imports it from here)
 
 __all__ = ["ERROR_TYPES", "BatchInfo", "Decide", "Failure", "Fault", "FakeAnthropic", "Received", "ReceivedTimes",

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 # Faults whose processes die with what they held: their calls in flight may never be counted.
 KILLS = frozenset({"kill"})
@@ -211,7 +212,7 @@ def reasoned_503(answer: ApiAnswer) -> bool:
 
 
 def reasoned_507(answer: ApiAnswer) -> bool:
-    """A 507 that says which part is out of space, where, and why (`service.app.out_of_space`)."""
+    """A 507 that says which part is out of space, where, and why (`service.web.app.out_of_space`)."""
     body = answer.body
     return answer.status == 507 and isinstance(body, dict) and all(_said(body, k) for k in ("error", "part", "where", "reason"))
 

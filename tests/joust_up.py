@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.redis_server import free_port
+from service.ops.redis_server import free_port
 from tests.fake_anthropic import FakeAnthropic
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _read_lines(proc: subprocess.Popen[str], sink: list[str], found: "queue.Queue[str]") -> None:
+def _read_lines(proc: subprocess.Popen[str], sink: list[str], found: queue.Queue[str]) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
         sink.append(line)
@@ -125,7 +125,7 @@ def start_joust(data_dir: Path, fake: FakeAnthropic, workers: int = 2, **env_var
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []
-    found: "queue.Queue[str]" = queue.Queue()
+    found: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_read_lines, args=(proc, lines, found), daemon=True).start()
     url = key_line = None
     deadline = time.monotonic() + 60
@@ -134,7 +134,7 @@ def start_joust(data_dir: Path, fake: FakeAnthropic, workers: int = 2, **env_var
             line = found.get(timeout=1)
         except queue.Empty:
             if proc.poll() is not None:
-                raise AssertionError("joust up exited:\n" + "".join(lines))
+                raise AssertionError("joust up exited:\n" + "".join(lines)) from None
             continue
         if line.startswith("joust is up: "):
             url = line.split(": ", 1)[1].strip().rstrip("/")

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from service.redis_server import HOST, die_with_parent, free_port
+from service.ops.redis_server import HOST, die_with_parent, free_port
 from tests.required import skip_required
 
 __all__ = ["postgres_server", "postgres_url"]

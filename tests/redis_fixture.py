@@ -8,13 +8,13 @@ tests/conftest.py imports them (`from tests.redis_fixture import *` takes exactl
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import redis
 
-from service.redis_server import RedisServer
+from service.ops.redis_server import RedisServer
 
 __all__ = ["redis_client", "redis_server", "redis_session", "redis_url"]
 

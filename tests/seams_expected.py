@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linprog
 
-from tests.seams_stores import A, B, FLIP, TIE, StoreSpec, System, Verdict, output
+from tests.seams_stores import FLIP, TIE, A, B, StoreSpec, System, Verdict, output
 
 RIDGE = 0.01
 Z95 = 1.959963984540054

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from service.importers.battles import load_battles
 from service.store import Store
+from service.usecases.importers.battles import load_battles
 
 MODELS = ("m0", "m1", "m2", "m3", "m4")
 SCENARIOS = ("s0", "s1", "s2")

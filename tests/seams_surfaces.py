@@ -17,7 +17,7 @@ import httpx
 
 from joust import Client
 from service.cli import main
-from tests.page_text import rows_of, tables
+from tests.page_text import tables
 
 BOARD_FIELDS = ("player", "component", "rank", "rating", "ci_low", "ci_high", "wins", "losses", "ties", "matches",
                 "win_rate")

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from service.app import create_app
 from service.config import Settings
+from service.web.app import create_app
 
 
 @contextmanager

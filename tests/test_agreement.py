@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.required import require_module
-
 from leaderboard.agreement import alpha_of, alpha_of_types, krippendorff_alpha, unit_types, value_counts
+from tests.required import require_module
 
 
 def test_two_raters_three_units_by_hand() -> None:

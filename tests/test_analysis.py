@@ -13,10 +13,10 @@ from rq import Queue
 
 from leaderboard.keys import content_hash
 from leaderboard.types import Winner
-from service.app import create_app
 from service.config import Settings
 from service.store import NewJudgement, Store
-from tests.fake_anthropic import FakeAnthropic, Failure, block, verdict_json
+from service.web.app import create_app
+from tests.fake_anthropic import Failure, FakeAnthropic, block, verdict_json
 from tests.worker_fixtures import work_until
 from workers.analysis import AnalysisParseError, parse_analysis
 from workers.prompts import RESPONSE_A_TAG, RESPONSE_B_TAG

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.config import Settings
+from service.web.app import create_app
 
 KEY = "test-key"
 SUBMISSION = {"question": "q", "model": "m", "output": "o"}

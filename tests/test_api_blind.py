@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.importers.battles import parse_battles
-from service.importers.common import ImportFormatError
+from service.usecases.importers.battles import parse_battles
+from service.usecases.importers.common import ImportFormatError
 from tests.api_fixtures import API_KEY, MakeClient, store_of
 
 ADMIN = {"Authorization": f"Bearer {API_KEY}"}

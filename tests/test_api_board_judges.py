@@ -11,13 +11,14 @@ import pytest
 from fastapi.testclient import TestClient
 from rq import Queue
 
-from leaderboard.resampled import board_bootstrap
 from leaderboard.players import battles_at_level
+from leaderboard.resampled import board_bootstrap
 from leaderboard.types import Level, Submission, Winner
-from service.boards import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED
 from service.config import DEFAULT_JUDGE, Settings
 from service.store.imports import ImportedJudgement
+from service.usecases.boards import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED
 from tests.api_fixtures import MakeClient, store_of
+from tests.page_text import rows_of, visible
 from tests.test_api_leaderboard import (
     AUTH,
     QUEUE,
@@ -27,7 +28,6 @@ from tests.test_api_leaderboard import (
     start,
     work,
 )
-from tests.page_text import rows_of, visible
 
 LIKES_A, LIKES_B = "anthropic/likes-a", "anthropic/likes-b"
 

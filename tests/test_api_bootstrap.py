@@ -14,8 +14,8 @@ from rq import Queue
 from leaderboard.players import battles_at_level
 from leaderboard.resampled import board_bootstrap
 from leaderboard.types import Level, Submission, Winner
-from service.boards import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED
 from service.config import DEFAULT_JUDGE, Settings
+from service.usecases.boards import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED
 from tests.api_fixtures import store_of
 from tests.test_api_board_judges import submit
 from tests.test_api_leaderboard import QUEUE, board, start, work

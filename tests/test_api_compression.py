@@ -1,4 +1,4 @@
-"""Answers are gzipped for a client that accepts it (GZipMiddleware in service.app): the bytes on
+"""Answers are gzipped for a client that accepts it (GZipMiddleware in service.web.app): the bytes on
 the wire decode to exactly the answer an identity request gets, the other middlewares' headers
 are still there, small answers and clients that do not ask are left alone, a file streamed in
 chunks is compressed whole, and the Python client reads lists through it unchanged."""
@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from joust import Client
-from service.app import GZIP_MINIMUM_BYTES, SECURITY_HEADERS
-from service.routes.docs import DOCS_ASSETS
+from service.web.app import GZIP_MINIMUM_BYTES, SECURITY_HEADERS
+from service.web.routes.docs import DOCS_ASSETS
 from tests.api_fixtures import API_KEY
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}

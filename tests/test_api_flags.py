@@ -16,7 +16,7 @@ from rq import Queue
 from joust import Client, Flag
 from leaderboard.flags import length_excess
 from leaderboard.types import Level, Submission, Winner
-from service.remote_cli import _board_columns
+from service.cli.remote_cli import _board_columns
 from tests.page_text import rows_of, settled, visible
 from tests.test_api_leaderboard import AUTH, api_settings, board, start, work  # noqa: F401  (a fixture)
 from tests.test_flags import NULL_OUTPUT, WORDS
@@ -153,7 +153,7 @@ def test_new_outputs_change_the_flags_at_the_same_revision(client: TestClient, q
 
 
 def test_imported_battles_without_outputs_are_not_flagged(client: TestClient, tmp_path) -> None:
-    from service.importers.battles import load_battles
+    from service.usecases.importers.battles import load_battles
 
     path = tmp_path / "battles.csv"
     lines = ["model_a,model_b,winner,question_id"]

@@ -42,10 +42,10 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from service.app import create_app
 from service.config import Settings
-from service.queue import SERIALIZER
-from service.redis_server import RedisServer
+from service.ops.redis_server import RedisServer
+from service.store.queue import SERIALIZER
+from service.web.app import create_app
 from tests.api_fixtures import ANTHROPIC_KEY, API_KEY
 from tests.test_api_leaderboard import by_strength, start, submit, work
 

@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 from rq import Queue
 
-from service.api_models import METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 from service.cli import main
 from service.config import JudgeEndpoint, Settings
-from service.cron import next_due_within
+from service.ops.cron import next_due_within
+from service.web.api_models import METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 from tests.api_fixtures import API_KEY, MakeClient, store_of
 from tests.serving import serving
 

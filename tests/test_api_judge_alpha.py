@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from leaderboard.agreement import krippendorff_alpha
-from service.importers.battles import load_battles
+from service.usecases.importers.battles import load_battles
 from tests.api_fixtures import store_of
 from tests.required import shared_data
 

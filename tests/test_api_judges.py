@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from redis import Redis
 
 from leaderboard.types import Winner
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
 from service.store.imports import ImportedJudgement
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
 from workers.worker import JoustWorker, job_queue
 

@@ -15,8 +15,8 @@ from leaderboard.keys import content_hash, judgement_key, orient
 from leaderboard.players import player_of
 from leaderboard.types import Level, Submission, Winner
 from service.config import DEFAULT_JUDGE, Settings
-from service.routes.leaderboard import board_at, compute_board
 from service.store import NewJudgement, Store
+from service.web.routes.leaderboard import board_at, compute_board
 from tests.page_text import rows_of, visible
 from tests.test_boards import counted_seqs
 

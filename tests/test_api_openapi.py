@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute
 
-from service.api_views import JudgementOut, TournamentOut
+from service.web.api_views import JudgementOut, TournamentOut
 from tests.api_fixtures import API_KEY, store_of
 from tests.test_api_leaderboard import by_strength, start, submit, work
 
@@ -33,8 +33,8 @@ BATCH_BODIES = {
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
     """The app's OpenAPI document (built without serving: no database or Redis is opened)."""
-    from service.app import create_app
     from service.config import Settings
+    from service.web.app import create_app
 
     return create_app(Settings(api_key="k", redis_url="redis://127.0.0.1:9")).openapi()
 

@@ -18,8 +18,8 @@ import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 
-from service.app import create_app
 from service.config import Settings
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
 from tests.fake_openai import FakeOpenAI
 from workers import runtime

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.worker_fixtures import MODELS, work
 
 KEY = "test-key"

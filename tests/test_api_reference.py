@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.config import Settings
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import block, prefer
 from tests.worker_fixtures import work_until

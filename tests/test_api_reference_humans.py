@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from joust import Client
 from joust.humans import CHARS, VALUES, packed
 from service.cli import main
-from service.routes.judges import HUMANS_CHARS, HUMANS_VALUES
 from service.config import Settings
-from service.importers.battles import load_battles
+from service.usecases.importers.battles import load_battles
+from service.web.routes.judges import HUMANS_CHARS, HUMANS_VALUES
 from tests.api_fixtures import store_of
 from tests.required import shared_data
 from tests.serving import serving

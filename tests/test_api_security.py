@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.config import Settings
+from service.web.app import create_app
 from tests.api_fixtures import API_KEY, MakeClient
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}

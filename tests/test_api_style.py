@@ -55,7 +55,7 @@ def test_style_control_removes_the_judges_taste_for_length(client: TestClient, q
 
 
 def test_style_control_refuses_what_it_cannot_measure(client: TestClient, tmp_path) -> None:
-    from service.importers.battles import load_battles
+    from service.usecases.importers.battles import load_battles
 
     path = tmp_path / "battles.csv"
     path.write_text("model_a,model_b,winner,question_id\na,b,model_a,q1\nb,c,model_b,q1\na,c,model_a,q2\n")

@@ -195,7 +195,7 @@ def _drive(limit: int, chunks: list[bytes]) -> tuple[list[bytes], list[dict]]:
     separate http.request messages (a chunked upload), with no Content-Length."""
     import anyio
 
-    from service.app import BodyLimit
+    from service.web.app import BodyLimit
 
     seen: list[bytes] = []
     sent: list[dict] = []

@@ -16,10 +16,10 @@ from sqlalchemy import text
 
 from leaderboard.keys import content_hash
 from leaderboard.types import Winner
-from service.app import create_app
 from service.config import DEFAULT_JUDGE, Settings
-from service.queue import SERIALIZER
 from service.store import NewJudgement, Store
+from service.store.queue import SERIALIZER
+from service.web.app import create_app
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from joust import Client
 from service.cli import main
 from service.config import Settings
-from service.importers.battles import load_battles
+from service.usecases.importers.battles import load_battles
 from tests.api_fixtures import API_KEY, store_of
 from tests.serving import serving
 

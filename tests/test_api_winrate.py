@@ -77,7 +77,7 @@ def test_lc_win_rate_undoes_the_judges_taste_for_length(client: TestClient, queu
 
 
 def test_imported_battles_have_no_lc_rate(client: TestClient, tmp_path) -> None:
-    from service.importers.battles import load_battles
+    from service.usecases.importers.battles import load_battles
 
     path = tmp_path / "battles.csv"
     path.write_text("model_a,model_b,winner,question_id\na,b,model_a,q1\nb,a,model_b,q2\na,b,tie,q3\nc,b,model_a,q1\n")
@@ -110,7 +110,7 @@ def test_bad_requests_name_the_problem(client: TestClient) -> None:
 
 
 def test_unknown_baseline_is_a_404_naming_players(client: TestClient, tmp_path) -> None:
-    from service.importers.battles import load_battles
+    from service.usecases.importers.battles import load_battles
 
     path = tmp_path / "battles.csv"
     path.write_text("model_a,model_b,winner,question_id\nalpha,beta,model_a,q1\n")

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from joust.progress import usd
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.test_batches import PRICED, drive
 from tests.test_client import FakeTime, joust_client

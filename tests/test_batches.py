@@ -20,9 +20,9 @@ from leaderboard.consistency import match_seed, plan_orders
 from leaderboard.pricing import DEFAULT_PRICES
 from leaderboard.types import OrderPolicy, Winner
 from service.config import Settings
-from service.queue import SERIALIZER, JobQueue
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import Store
+from service.store.queue import SERIALIZER, JobQueue
 from tests.api_fixtures import API_KEY
 from tests.fake_anthropic import FakeAnthropic, ResultType, prefer
 from tests.worker_fixtures import MODELS, set_env, start, submit, work, work_until

@@ -18,9 +18,9 @@ from leaderboard.keys import content_hash
 from leaderboard.players import SideRow, battles_at_level
 from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Rating, Winner
-from service.boards import BOOTSTRAP_ROUNDS, Board, BoardCache, EffectsAt, Players
 from service.store import NewJudgement, NewSubmission, NotFound, Store, schema
 from service.store.imports import ImportedJudgement
+from service.usecases.boards import BOOTSTRAP_ROUNDS, Board, BoardCache, EffectsAt, Players
 
 K = 16.0
 MODELS = ("m0", "m1", "m2", "m3", "m4")
@@ -256,7 +256,7 @@ def test_judge_summaries_read_in_parts_equal_one_read(store: Store) -> None:
     world = World(store)
     merged: dict[str, JudgeSummary] = {}
     seq = 0
-    for round_ in range(3):
+    for _ in range(3):
         world.work(world.plan(8, rejudge=3))  # rejudged pairs reuse a judgement: not counted again
         world.work(world.plan(5, judge=JUDGES[1]), judge=JUDGES[1])
         more, seq = store.judge_summaries(after_seq=seq)

@@ -15,7 +15,7 @@ from redis.asyncio import Redis as AsyncRedis
 from sqlalchemy import text
 
 from service.config import Settings
-from service.metrics import parse_call_stats
+from service.ops.metrics import parse_call_stats
 from service.store import Store
 from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, prefer

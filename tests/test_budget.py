@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import assert_calls_fit, start, submit, work
 

@@ -1,4 +1,4 @@
-"""The page's charts (service/charts): well-formed SVG, escaping, contrast, labels inside the
+"""The page's charts (service/web/charts): well-formed SVG, escaping, contrast, labels inside the
 viewBox, round ticks, unique ids, links, and the history chart on the page."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from leaderboard.standings import standings
 from leaderboard.types import Rating
-from service.charts import (
+from service.web.charts import (
     Chart,
     HeadToHead,
     Interval,
@@ -30,8 +30,8 @@ from service.charts import (
     relative_luminance,
     spread_apart,
 )
-from service.charts.colour import DIVERGING, PALETTE, SEQUENTIAL, WHITE
-from service.charts.history import LINE_GAP
+from service.web.charts.colour import DIVERGING, PALETTE, SEQUENTIAL, WHITE
+from service.web.charts.history import LINE_GAP
 
 SVG = "{http://www.w3.org/2000/svg}"
 EVIL = "<script>alert(\"x\")</script>&'"

@@ -371,8 +371,8 @@ def test_a_later_turn_is_named_as_the_importers_name_it(tmp_path: Path) -> None:
     """Outputs split by turn and imported votes on that turn name the same question, so the
     votes meet the outputs (an MT-Bench human judgement of turn 2 and its conversation)."""
     from joust.files import read_submissions
-    from service.importers.common import Record
-    from service.importers.verdicts import read_row
+    from service.usecases.importers.common import Record
+    from service.usecases.importers.verdicts import read_row
 
     path = tmp_path / "mt.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in mt_rows("81")))

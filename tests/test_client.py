@@ -36,8 +36,8 @@ from joust import (
 )
 from joust.progress import usd
 from service.config import Settings
-from service.importers.battles import load_battles
 from service.store import Store
+from service.usecases.importers.battles import load_battles
 from tests.api_fixtures import store_of
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fake_policies import Decide

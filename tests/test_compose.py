@@ -26,9 +26,9 @@ import yaml
 from redis import Redis
 
 from service.config import DEFAULT_JUDGE
-from service.liveness import worker_alive
-from service.processes import stop_groups
-from service.redis_server import die_with_parent, find_redis_server, free_port
+from service.ops.liveness import worker_alive
+from service.ops.processes import stop_groups
+from service.ops.redis_server import die_with_parent, find_redis_server, free_port
 from tests.fake_anthropic import FakeAnthropic, prefer
 
 REPO = Path(__file__).resolve().parents[1]

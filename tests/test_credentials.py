@@ -13,11 +13,11 @@ from fastapi.testclient import TestClient
 from redis import Redis
 
 from leaderboard.reach import Reach
-from service.app import create_app
 from service.config import Settings
-from service.liveness import worker_reaches
-from service.redis_server import RedisServer
+from service.ops.liveness import worker_reaches
+from service.ops.redis_server import RedisServer
 from service.store import Store
+from service.web.app import create_app
 from tests.api_fixtures import API_KEY, MakeClient
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import start, submit, work

@@ -14,9 +14,9 @@ from leaderboard.dimensions import DIMENSIONS, stored_outcome
 from leaderboard.players import battles_at_level
 from leaderboard.ties import fit_with_ties
 from leaderboard.types import Level
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fake_policies import dimension_verdicts
 from tests.worker_fixtures import MODELS, start, submit, work

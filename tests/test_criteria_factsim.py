@@ -18,9 +18,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from service.app import create_app
 from service.config import Settings
 from service.store import NewSubmission, Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import fact_lines
 from tests.required import REPO, require_factsim

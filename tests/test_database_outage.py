@@ -28,12 +28,12 @@ from rq.registry import FailedJobRegistry
 from sqlalchemy import func, select
 
 from leaderboard.pricing import DEFAULT_PRICES, cost_usd
-from service.app import create_app
 from service.config import Settings
-from service.queue import JobQueue
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import Store, StoreUnavailable
 from service.store import schema as s
+from service.store.queue import JobQueue
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.joust_up import start_joust, stop_joust
 from tests.postgres_fixture import PostgresServer, PostgresUnavailable
@@ -279,7 +279,7 @@ def test_the_scheduler_says_once_that_the_database_is_down_and_once_that_it_is_b
     stop = threading.Event()
     scheduler = Scheduler(store, JobQueue(Redis.from_url(redis_url), settings.queue_name, 60), settings)
     running = threading.Thread(target=scheduler.run, args=(stop, clock))
-    caplog.set_level(logging.WARNING, logger="service.scheduler")
+    caplog.set_level(logging.WARNING, logger="service.ops.scheduler")
     postgres.stop()
     running.start()
     try:
@@ -290,7 +290,7 @@ def test_the_scheduler_says_once_that_the_database_is_down_and_once_that_it_is_b
         stop.set()
         running.join(timeout=30)
         store.close()
-    said = [r.getMessage().split(",")[0] for r in caplog.records if r.name == "service.scheduler"]
+    said = [r.getMessage().split(",")[0] for r in caplog.records if r.name == "service.ops.scheduler"]
     assert said == ["the database does not answer", f"the database is back after {said[-1].split('after ')[1]}"]
 
 

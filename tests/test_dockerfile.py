@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = (REPO / "Dockerfile").read_text()

@@ -189,8 +189,8 @@ def test_environment_reference_covers_every_variable_the_settings_read() -> None
 
 
 def test_guide_route_serves_a_built_site_and_says_how_to_build_one(tmp_path: Path) -> None:
-    from service.routes.common import ApiError
-    from service.routes.docs import guide_path
+    from service.web.routes.common import ApiError
+    from service.web.routes.docs import guide_path
 
     with pytest.raises(ApiError) as missing:
         guide_path(tmp_path / "site", "index.html")
@@ -276,7 +276,7 @@ def test_the_api_serves_the_built_manual(built_site: Path, client: TestClient,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """/docs/guide/ serves the site `mkdocs build` wrote (here the strict build above, in place of
     the checkout's site/), with its search, under the manual's own Content-Security-Policy."""
-    from service.routes import docs
+    from service.web.routes import docs
 
     monkeypatch.setattr(docs, "GUIDE", built_site)
     root = client.get("/docs/guide", follow_redirects=False)

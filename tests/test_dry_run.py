@@ -15,10 +15,10 @@ from rq import Queue
 from sqlalchemy import text
 
 from joust import Client, DryRun
-from service.app import create_app
 from service.cli import main
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.serving import serving
 from tests.test_jobs import work

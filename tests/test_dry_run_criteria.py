@@ -28,9 +28,9 @@ from leaderboard.templates import (
     factsim_score_version,
 )
 from leaderboard.types import OrderPolicy, Submission
-from service.app import create_app
 from service.config import Settings
 from service.store import NewSubmission, Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import fact_lines, rubric_scores
 from tests.test_criteria_factsim import SOURCE, SUMMARIES

@@ -11,12 +11,12 @@ import signal
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from service.redis_server import pid_alive
+from service.ops.redis_server import pid_alive
 from tests.fake_anthropic import FakeAnthropic, always, prefer
 from tests.joust_up import Joust, start_joust, stop_joust
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from leaderboard.effects import Effect, EffectGroup, Effects, fit_effects
+from leaderboard.effects import EffectGroup, Effects, fit_effects
 from leaderboard.players import SideRow
 from leaderboard.ratings import bradley_terry
 from leaderboard.types import Winner

@@ -17,10 +17,10 @@ from sqlalchemy import create_engine, func, select, text
 
 from leaderboard.spec import RunSpec
 from leaderboard.types import MatchOutcome
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
 from service.store.base import WRITE_LOCK
+from service.web.app import create_app
 from tests import worker_fixtures
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.worker_fixtures import start, work, work_until

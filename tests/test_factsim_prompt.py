@@ -100,7 +100,8 @@ def test_sources_come_from_metadata_else_the_question() -> None:
 
 
 def test_both_sides_must_summarise_the_same_sources() -> None:
-    ctx = MatchContext(1, 1, "running", 0, RunSpec(judge="anthropic/x", criteria="factsim"), sub(1), sub(2), metadata={1: {"sources": ["x"]}, 2: {"sources": "x"}})
+    ctx = MatchContext(1, 1, "running", 0, RunSpec(judge="anthropic/x", criteria="factsim"), sub(1), sub(2),
+                       metadata={1: {"sources": ["x"]}, 2: {"sources": "x"}})
     assert match_sources(ctx) == ("x",)
     other = MatchContext(1, 1, "running", 0, RunSpec(judge="anthropic/x", criteria="factsim"), sub(1), sub(2), metadata={1: {"sources": ["x"]}})
     with pytest.raises(PermanentJudgeError, match="submissions 1 and 2 summarise different sources"):

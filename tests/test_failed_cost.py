@@ -28,8 +28,8 @@ from tests.test_criteria_factsim import SUMMARIES
 from tests.test_criteria_factsim import submit as submit_summaries
 from tests.worker_fixtures import assert_calls_fit, start, submit, work
 from workers.budget import Meter
-from workers.gate import Gate, GatedJudge
 from workers.criteria.compqa_prompt import ANSWER_TAG
+from workers.gate import Gate, GatedJudge
 from workers.providers.anthropic_judge import AnthropicJudge
 from workers.providers.offline_judge import OfflineJudge
 

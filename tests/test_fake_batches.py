@@ -10,8 +10,13 @@ import httpx
 import pytest
 
 from tests.fake_anthropic import Failure, FakeAnthropic, ResultType, verdict_json
-from tests.test_fake_anthropic import server  # noqa: F401  (a fixture)
-from tests.test_fake_anthropic import async_client, batch_request, client, wait_until
+from tests.test_fake_anthropic import (
+    async_client,
+    batch_request,
+    client,
+    server,  # noqa: F401  (a fixture)
+    wait_until,
+)
 
 
 def test_a_batch_runs_ends_and_serves_its_results(server: FakeAnthropic) -> None:

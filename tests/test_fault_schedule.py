@@ -32,15 +32,14 @@ import pytest
 from redis import Redis
 
 from service.config import Settings
-
 from service.store import Store
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fault_clients import Clients
 from tests.fault_history import DISK, History, check, paid_calls, read_state
-from tests.test_full_disk import fill, mount_tmpfs, unmount
 from tests.joust_up import Joust, start_joust, stop_joust
 from tests.postgres_fixture import PostgresServer, PostgresUnavailable
 from tests.required import skip_required
+from tests.test_full_disk import fill, mount_tmpfs, unmount
 from workers import runtime
 from workers.engine import JUDGE_MATCH, OVERDUE_S
 from workers.worker import job_queue

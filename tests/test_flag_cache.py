@@ -10,9 +10,9 @@ from leaderboard.battles import pair_counts
 from leaderboard.flags import SAMPLE, FlagKind, SecondOpinion, bottom_k, rank
 from leaderboard.tally import Tally
 from leaderboard.types import Battle, Level, Winner
-from service.boards import Board, Opinions
-from service.flag_cache import FlagCache
 from service.store import NewSubmission, Store
+from service.usecases.boards import Board, Opinions
+from service.usecases.flag_cache import FlagCache
 
 WORDS = ("tides", "moon", "pull", "water", "rise", "fall", "twice", "daily", "earth", "turns", "ocean", "gravity")
 

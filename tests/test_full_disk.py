@@ -24,10 +24,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from service.app import create_app
 from service.config import Settings
-from service.redis_server import RedisServer
+from service.ops.redis_server import RedisServer
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.joust_up import start_joust, stop_joust
 from workers.engine import JUDGE_MATCH

@@ -16,8 +16,8 @@ import pytest
 from leaderboard.health import (
     CallRecord,
     JudgementRecord,
-    consistency,
     VoterAgreement,
+    consistency,
     first_position_win_rate,
     health_report,
     human_agreement,

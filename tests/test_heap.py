@@ -1,4 +1,4 @@
-"""The API process's garbage collector (service.heap): set only by the process that owns it."""
+"""The API process's garbage collector (service.ops.heap): set only by the process that owns it."""
 from __future__ import annotations
 
 import gc
@@ -7,15 +7,15 @@ import sys
 
 from fastapi.testclient import TestClient
 
-from service import heap
-from service.app import create_app
 from service.config import Settings
+from service.ops import heap
+from service.web.app import create_app
 
 
 def test_tune_and_settle_set_the_collector_of_their_process() -> None:
     script = (
         "import gc\n"
-        "from service import heap\n"
+        "from service.ops import heap\n"
         "before = gc.get_threshold()\n"
         "heap.tune()\n"
         "kept = [[i] for i in range(1000)]\n"  # long-lived containers, as the boards are

@@ -18,8 +18,8 @@ import pytest
 from leaderboard.keys import default_question_id
 from leaderboard.types import Winner
 from service.cli import main
-from service.importers.alpaca import winner_of
 from service.store import Store
+from service.usecases.importers.alpaca import winner_of
 from tests.required import SYNTHETIC_DATA, shared_data, skip_required
 
 

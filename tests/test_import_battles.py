@@ -20,9 +20,9 @@ from leaderboard.ratings import bradley_terry, online_elo
 from leaderboard.spec import RunSpec
 from leaderboard.types import Level, Pair, Winner
 from service.cli import main
-from service.importers.battles import PLACEHOLDER
 from service.store import NewJudgement, NewSubmission, Store
 from service.store.imports import BatchConflict, ImportedJudgement
+from service.usecases.importers.battles import PLACEHOLDER
 from tests.required import SHARED_DATA, SYNTHETIC_DATA, skip_required
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from service.importers.battles import load_battles
+from service.usecases.importers.battles import load_battles
 from tests.api_fixtures import store_of
 
 # (question, a, b, winner): two inconsistent ties, a tie both orders agreed on, two wins.

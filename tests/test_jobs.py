@@ -6,12 +6,12 @@ import time
 
 import pytest
 
+from leaderboard.types import MatchOutcome
 from service.config import Settings
 from service.store import Store
 from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
 from tests.worker_fixtures import MODELS, set_env, start, submit, work
-from leaderboard.types import MatchOutcome
 from workers import runtime
 
 db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here

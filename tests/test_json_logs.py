@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings, SettingsError
-from service.logs import JsonFormatter
-from service.redis_server import free_port
+from service.ops.logs import JsonFormatter
+from service.ops.redis_server import free_port
 from service.store import Store
 from tests.worker_fixtures import start, submit, work
 from workers import logcontext

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from leaderboard.types import Winner
-from service.judge_health_cache import JudgeHealthCache
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
+from service.usecases.judge_health_cache import JudgeHealthCache
 
 HOLD_S = 30.0  # the longest a held read waits before it gives up (and the test fails)
 

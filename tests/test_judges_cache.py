@@ -18,9 +18,9 @@ from sqlalchemy import event
 from leaderboard.health import judge_health
 from leaderboard.types import Winner
 from service.config import Settings
-from service.judge_health_cache import JudgeHealthCache
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
+from service.usecases.judge_health_cache import JudgeHealthCache
 from tests.api_fixtures import store_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import always, malformed, prefer

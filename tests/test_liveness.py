@@ -8,7 +8,7 @@ import sys
 from redis import Redis
 from rq import Queue, SimpleWorker
 
-from service.liveness import beat_scheduler, scheduler_alive, worker_alive
+from service.ops.liveness import beat_scheduler, scheduler_alive, worker_alive
 
 
 def test_scheduler_beat(redis_url: str) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name

@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests.fake_wire import Failure
 from tests.worker_fixtures import start, submit, work
 

@@ -15,11 +15,11 @@ from fastapi.testclient import TestClient
 from redis import Redis
 
 from leaderboard.templates import template_version
-from service.app import create_app
 from service.config import Settings
-from service.queue import JobQueue
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import NewSubmission, Store
+from service.store.queue import JobQueue
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_rounds import planted
 from tests.worker_fixtures import work  # db, env: fixtures of tests/conftest.py

@@ -8,9 +8,9 @@ from leaderboard.keys import answering_keys, judgement_key
 from leaderboard.spec import RunSpec
 from leaderboard.types import OrderPolicy
 from service.config import Settings
-from service.rounds import known_pairs
 from service.store import Store
-from service.tournaments import dry_run
+from service.usecases.rounds import known_pairs
+from service.usecases.tournaments import dry_run
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import start, submit, work  # db, env, fake: fixtures of tests/conftest.py
 

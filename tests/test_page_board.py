@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from leaderboard.types import Level, Winner
 from service.config import Settings
-from service.pages.prepared import View
 from service.store.imports import ImportedJudgement
+from service.web.pages.prepared import View
 from tests.api_fixtures import MakeClient, store_of
 from tests.page_text import rows_of, settled, visible
 

@@ -11,11 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from rq import Queue
 
-import service.boards
-import service.pages.counted
+import service.usecases.boards
+import service.web.pages.counted
 from leaderboard.types import Level
 from service.config import Settings
-from service.routes.page_tournaments import LISTS
+from service.web.routes.page_tournaments import LISTS
 from tests.api_fixtures import store_of
 from tests.page_text import visible
 from tests.test_page_tournaments import JUDGE, KEY, QUEUE, create, judge, submit
@@ -51,7 +51,7 @@ def pending(response: object) -> bool:
 @pytest.mark.parametrize("path", ["/tournaments/{tid}", "/?tournament={tid}"])
 def test_a_tournament_board_is_served_stale_while_a_newer_one_is_computed(
         client: TestClient, queue: Queue, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    monkeypatch.setattr(service.boards, "STALE_FROM", 0)  # every board is big enough to be served stale
+    monkeypatch.setattr(service.usecases.boards, "STALE_FROM", 0)  # every board is big enough to be served stale
     submit(client)
     tid, matches = create(client, queue)
     store = store_of(client)
@@ -79,7 +79,7 @@ def test_a_tournament_board_is_served_stale_while_a_newer_one_is_computed(
 
 def test_the_tournament_list_is_served_stale_while_its_counts_are_read_again(
         client: TestClient, queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service.pages.counted, "STALE_FROM", 0)  # every list is big enough to be served stale
+    monkeypatch.setattr(service.web.pages.counted, "STALE_FROM", 0)  # every list is big enough to be served stale
     submit(client)
     tid, matches = create(client, queue)
     store = store_of(client)

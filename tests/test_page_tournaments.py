@@ -16,13 +16,13 @@ from leaderboard.adaptive import StopReason
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
 from leaderboard.types import Winner
-from service.api_views import TournamentSummary
 from service.config import Settings
-from service.pages.tournament_view import stop_reason
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import NewJudgement, Store
 from service.store.imports import ImportedJudgement
 from service.store.matches import STOPPED_FAILING
+from service.web.api_views import TournamentSummary
+from service.web.pages.tournament_view import stop_reason
 from tests.api_fixtures import store_of
 from tests.worker_fixtures import set_env, work_until
 from workers import runtime

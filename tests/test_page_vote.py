@@ -24,9 +24,9 @@ from leaderboard.vote_pairs import (
     sample_questions,
 )
 from leaderboard.votes import Verdict, Vote
-from service.pages.voter import COOKIE, Voter, pair_token
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
+from service.web.pages.voter import COOKIE, Voter, pair_token
 from tests.api_fixtures import API_KEY, MakeClient, store_of
 
 ADMIN = {"Authorization": f"Bearer {API_KEY}"}

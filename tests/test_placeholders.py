@@ -10,11 +10,11 @@ from fastapi.testclient import TestClient
 
 from leaderboard.spec import RunSpec
 from leaderboard.types import PLACEHOLDER_OUTPUT, Pair
-from service.app import create_app
 from service.config import Settings
-from service.importers.battles import load_battles
 from service.store import NewSubmission, Store
-from service.tournaments import plan
+from service.usecases.importers.battles import load_battles
+from service.usecases.tournaments import plan
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import MODELS, start, submit, work  # db, env, fake: fixtures of tests/conftest.py
 

@@ -14,15 +14,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from service.redis_server import (
+from service.ops.redis_server import (
     RedisServer,
     RedisServerError,
     find_redis_server,
@@ -297,7 +297,7 @@ def test_free_port_is_bindable_and_not_one_in_use() -> None:
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from service.redis_server import RedisServer
+    from service.ops.redis_server import RedisServer
     server = RedisServer(sys.argv[1]).start()
     print(server.pid, flush=True)
     time.sleep(600)

@@ -21,12 +21,12 @@ from fastapi.testclient import TestClient
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from service.app import create_app
 from service.config import Settings
-from service.processes import REDIS_PASSWORD_FILE, Supervisor
-from service.queue import JobQueue
-from service.redis_server import RedisServer, pid_alive
-from service.scheduler import Scheduler
+from service.ops.processes import REDIS_PASSWORD_FILE, Supervisor
+from service.ops.redis_server import RedisServer, pid_alive
+from service.ops.scheduler import Scheduler
+from service.store.queue import JobQueue
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.test_e2e import SYSTEMS, Joust, start_joust, stop_joust, submissions
 

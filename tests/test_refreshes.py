@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from service.refreshes import Refreshes
+from service.usecases.refreshes import Refreshes
 
 
 class Clock:

@@ -20,10 +20,10 @@ from leaderboard.keys import content_hash, judgement_key
 from leaderboard.players import battles_at_level
 from leaderboard.spec import RunSpec
 from leaderboard.types import PLACEHOLDER_OUTPUT, Level, OrderPolicy, Pair, Winner
-from service import exporters
 from service.cli import main
-from service.importers.battles import load_battles
 from service.store import NewJudgement, NewSubmission, Store
+from service.usecases import exporters
+from service.usecases.importers.battles import load_battles
 from tests.required import require_module
 
 X, Y = "anthropic/claude-x", "anthropic/claude-y"

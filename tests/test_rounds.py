@@ -14,13 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 
-from service.app import create_app
 from service.config import Settings
-from service.queue import JobQueue
-from service.rounds import advance
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import NewSubmission, Store
-from service.tournaments import hand_out
+from service.store.queue import JobQueue
+from service.usecases.rounds import advance
+from service.usecases.tournaments import hand_out
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import Decide, block, verdict_json
 from tests.worker_fixtures import work  # db, env: fixtures of tests/conftest.py

@@ -12,12 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 
-from service.app import create_app
 from service.config import Settings
-from service.cron import next_due
-from service.queue import JobQueue
-from service.scheduler import Scheduler
+from service.ops.cron import next_due
+from service.ops.scheduler import Scheduler
 from service.store import Store
+from service.store.queue import JobQueue
+from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import MODELS, submit, work
 

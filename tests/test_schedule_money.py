@@ -17,7 +17,7 @@ from rq import Queue
 from joust import Client
 from service.cli import main
 from service.config import Settings
-from service.scheduler import Scheduler
+from service.ops.scheduler import Scheduler
 from service.store import Store
 from tests.api_fixtures import store_of
 from tests.serving import serving

@@ -9,11 +9,11 @@ from rq import Queue
 
 from leaderboard.spec import RunSpec
 from service.config import Settings
-from service.cron import next_due
-from service.queue import JobQueue
-from service.scheduler import Scheduler
+from service.ops.cron import next_due
+from service.ops.scheduler import Scheduler
 from service.store import NewSubmission, Store
-from service.tournaments import launch
+from service.store.queue import JobQueue
+from service.usecases.tournaments import launch
 
 SPEC = RunSpec(judge="anthropic/x")
 

@@ -40,10 +40,10 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from service.app import create_app
 from service.cli import main
 from service.config import Settings
 from service.store import Store
+from service.web.app import create_app
 from tests import seams_expected as expected
 from tests.seams_stores import SHAPES, StoreSpec, Verdict, stores
 from tests.seams_surfaces import BOARD_FIELDS, Surfaces
@@ -464,7 +464,7 @@ def test_regression_a_file_with_the_question_text_joins_one_without(tmp_path: Pa
     question"), so two sources could not be compared on one board. Found by the harness drawing
     placeholder rows and votes in one file (`seams_stores` draws them so again). Now a row without
     the text takes the one known for its question, and a file with it fills it in where an import
-    stored only the id (`service.importers.battles._questions`)."""
+    stored only the id (`service.usecases.importers.battles._questions`)."""
     rows = [{"question_id": "q1", "model_a": "m1", "model_b": "m2", "winner": "model_a", "output_a": "x",
              "output_b": "y"}, {"question_id": "q1", "question": "What is q1?", "model_a": "m1", "model_b": "m2",
                                 "winner": "model_b", "output_a": "x", "output_b": "y", "judge": "j2"}]

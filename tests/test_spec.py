@@ -11,7 +11,7 @@ import pytest
 from leaderboard.spec import _READERS, ROUND_SIZE, RunSpec, SpecError
 from leaderboard.types import Delivery, Level, Mode, OrderPolicy
 
-# Specs as joust stored them before the spec was typed (service.routes.tournaments.build_spec,
+# Specs as joust stored them before the spec was typed (service.web.routes.tournaments.build_spec,
 # the scheduler's "rerun", the anchored "anchor_ratings", the importers' own), byte for byte.
 BASE = {"budget": None, "criteria": "overall", "delivery": "live", "judge": "anthropic/claude-sonnet-4-5",
         "mode": "round_robin", "models": None, "opponents": None, "order": "both", "questions": None, "rpm": None,

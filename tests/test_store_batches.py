@@ -99,7 +99,7 @@ def test_transient_failures_go_back_to_pending_until_given_up(store: Store) -> N
     tid, (m1, m2, _) = run(store)
     store.wait_on_requests(m1, [need("x", 0.25, tid)])
     store.wait_on_requests(m2, [need("x")])
-    for attempt in (1, 2):
+    for _ in (1, 2):
         opened = store.open_batch("m", ["x"])
         assert opened is not None
         failed = BatchResult("x", RequestStatus.ERRORED, error="api_error: boom", retry=True)

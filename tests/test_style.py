@@ -12,8 +12,6 @@ import math
 import numpy as np
 import pytest
 
-from tests.required import require_module
-
 from leaderboard.columns import from_columns
 from leaderboard.style import (
     FEATURES,
@@ -25,6 +23,7 @@ from leaderboard.style import (
     style_control,
     style_of,
 )
+from tests.required import require_module
 
 MARKDOWN = """# Title
 Some **bold** words and __more bold__, not ** this.

@@ -24,9 +24,9 @@ from redis import Redis
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from service.orphans import ORPHAN_GRACE_S
-from service.processes import stop_groups
-from service.redis_server import free_port, pid_alive
+from service.ops.orphans import ORPHAN_GRACE_S
+from service.ops.processes import stop_groups
+from service.ops.redis_server import free_port, pid_alive
 from tests.fake_anthropic import FakeAnthropic
 from tests.joust_up import start_joust, stop_joust
 from workers.stopping import GIVE_UP_AFTER_S, REDIS_RETRIES, Stopping, StoppingRetry
@@ -133,7 +133,7 @@ class CountingBackoff(ExponentialBackoff):
         self.asked += 1
         return 0.0
 
-    def __deepcopy__(self, memo: dict) -> "CountingBackoff":
+    def __deepcopy__(self, memo: dict) -> CountingBackoff:
         return self  # redis-py copies the policy into each connection: count there too
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from service.redis_server import free_port
+from service.ops.redis_server import free_port
 from tests.joust_up import Joust, _read_lines, stop_joust
 
 pytestmark = pytest.mark.slow  # real `joust up` processes

@@ -20,9 +20,9 @@ from redis import Redis
 
 from leaderboard.spec import RunSpec
 from service.config import Settings
-from service.queue import JobQueue
 from service.store import NewSubmission, Store
-from service.tournaments import launch
+from service.store.queue import JobQueue
+from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 from workers import runtime
 from workers.worker import JoustWorker, job_queue

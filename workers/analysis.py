@@ -22,7 +22,6 @@ import logging
 import time
 from datetime import timedelta
 
-
 from leaderboard.pricing import cost_usd
 from service.store import NotFound
 

@@ -29,8 +29,9 @@ import hashlib
 import json
 import random
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager
+from typing import Any
 
 from leaderboard.consistency import match_seed
 from leaderboard.pricing import BATCH_DISCOUNT, cost_usd, estimate_tokens
@@ -121,7 +122,7 @@ class KeptScores:
     book: OffLoopScores
     kept: list[tuple[int, int]] = field(default_factory=list)
 
-    def exclusive(self, key: str) -> AsyncContextManager[None]:
+    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         return self.book.exclusive(key)  # shared with live workers scoring the same submission
 
     async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None:

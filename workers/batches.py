@@ -3,7 +3,7 @@
 Batch delivery (a tournament's `"delivery": "batch"`) sends its calls through Anthropic's
 Message Batches API at half the price. Its matches are never RQ jobs: the scheduler enqueues
 `workers.batches.drive_job` at most once per `batch_poll_s` while there is batch work
-(`service.queue.JobQueue.enqueue_driver`), and each cycle, under a Redis lock so that one
+(`service.store.queue.JobQueue.enqueue_driver`), and each cycle, under a Redis lock so that one
 driver runs at a time across machines:
 
 1. replays the ready matches of active batch runs (`workers.batch_judge.replay`): each one is

@@ -2,7 +2,7 @@
 
 Workers are processes of their own, on any machine: counters in their memory would be invisible
 to the API. So each call adds to one Redis hash shared by every worker (`Settings.call_stats_key`,
-fields "<kind>\\x1f<judge>", read by `service.metrics`): `calls:ok`, `calls:rate_limited` (429 or
+fields "<kind>\\x1f<judge>", read by `service.ops.metrics`): `calls:ok`, `calls:rate_limited` (429 or
 529), `calls:error` (any other failure of the send), `retries` (a call sent again after the
 provider could not answer), `pauses` (a 429/529 made every worker pause: `workers.gate`),
 `circuit_opens` (the judge's circuit breaker opened, or reopened after a failed probe), and for
@@ -24,7 +24,7 @@ from service.config import CALL_LATENCY_BUCKETS
 
 log = logging.getLogger(__name__)
 
-SEP = "\x1f"  # as service.metrics reads it
+SEP = "\x1f"  # as service.ops.metrics reads it
 
 
 def field(kind: str, judge: str) -> str:
@@ -32,7 +32,7 @@ def field(kind: str, judge: str) -> str:
 
 
 def bucket_of(latency_s: float) -> str | None:
-    """The histogram bucket (its bound, as service.metrics names it) a latency falls in; None
+    """The histogram bucket (its bound, as service.ops.metrics names it) a latency falls in; None
     past the last bound."""
     for bound in CALL_LATENCY_BUCKETS:
         if latency_s <= bound:

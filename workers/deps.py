@@ -19,8 +19,8 @@ from redis.asyncio import Redis
 from service.config import Settings
 from service.store import MatchContext, Store
 
-from .budget import SpendBook
 from .breaker import CircuitBreaker
+from .budget import SpendBook
 from .callstats import CallStats
 from .leases import Leases
 from .ratelimit import SharedRateLimit

@@ -3,7 +3,7 @@
 `judge_one` and the engine's task for a match set `MATCH_ID` and `TOURNAMENT_ID` (context
 variables: each match runs as a task of its own, so they never mix), and `ContextFilter`,
 installed on the process's log handlers by `install()`, stamps them on every record, which the
-JSON format (`JOUST_LOG_FORMAT=json`, `service.logs.JsonFormatter`) writes out.
+JSON format (`JOUST_LOG_FORMAT=json`, `service.ops.logs.JsonFormatter`) writes out.
 """
 from __future__ import annotations
 

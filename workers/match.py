@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import AsyncContextManager
 
 from leaderboard.consistency import match_seed
 from leaderboard.keys import content_hash, keyed_order, orient
@@ -66,7 +66,7 @@ class OffLoopScores:
     leases: Leases | None = None
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
-    def exclusive(self, key: str) -> AsyncContextManager[None]:
+    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         if self.leases is not None:
             return self.leases.exclusive(key)
         return self.locks.setdefault(key, asyncio.Lock())

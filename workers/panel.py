@@ -1,6 +1,6 @@
 """A judge panel's match: the panel's verdict made of its members', at no cost.
 
-A panel's run (`service.tournaments`, `leaderboard.panel`) has one run per member judging every
+A panel's run (`service.usecases.tournaments`, `leaderboard.panel`) has one run per member judging every
 pair under that member's own judgement key, and its own matches. A panel match asks no judge: it
 looks up each member's judgement of the pair (under the member's keys, so a verdict any earlier
 run of that judge made counts) and, once every member has one, stores the panel's judgement

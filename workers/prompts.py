@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from leaderboard.conversation import Turn
-from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION as TEMPLATE_VERSION  # re-exported (docstring)
+from leaderboard.templates import PAIRWISE_TEMPLATE_VERSION as TEMPLATE_VERSION  # noqa: F401  re-exported (docstring)
 
 QUESTION_TAG = "question"
 RESPONSE_A_TAG = "response_a"

@@ -47,10 +47,10 @@ class Stopping:
         """True once the process has been stopping for `grace_s`: failed Redis calls end there."""
         return self.since is not None and self._clock() - self.since >= grace_s
 
-    def __copy__(self) -> "Stopping":
+    def __copy__(self) -> Stopping:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> "Stopping":
+    def __deepcopy__(self, memo: dict[int, Any]) -> Stopping:
         return self
 
 

@@ -7,7 +7,7 @@ a function's dotted name and its plain arguments; loading it runs nothing), and 
 only the functions in `JOB_FUNCTIONS`: a job naming anything else is refused (failed, with the
 reason, and logged) without being imported, and a job that is not JSON at all (pickle written by
 someone else) fails to load, never runs. The service builds its queue with the same serializer
-(`service.queue`).
+(`service.store.queue`).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 
 from leaderboard.reach import Reach
 from service.config import REACH_FIELD
-from service.orphans import die_with_parent
+from service.ops.orphans import die_with_parent
 
 from .stopping import STOPPING
 
@@ -143,7 +143,7 @@ class JoustWorker(SimpleWorker):
 
 class DyingScheduler(RQScheduler):
     """RQ's scheduler, its process told to die with the worker that forked it (a parent-death
-    signal and a watchdog, `service.orphans`): RQ's lives on when its worker is killed, holding
+    signal and a watchdog, `service.ops.orphans`): RQ's lives on when its worker is killed, holding
     the queue's scheduler lock and outliving `joust up`."""
 
     def request_stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:

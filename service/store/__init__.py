@@ -25,8 +25,6 @@ from .base import (
     StoreFull,
     StoreUnavailable,
 )
-from .catalog import Catalog, OutputLength, TournamentName
-from .shortage import Shortage, database_shortage, redis_full_reason, redis_shortage
 from .batches import (
     BatchCounts,
     Batches,
@@ -40,6 +38,7 @@ from .batches import (
     Settled,
     StoredRequest,
 )
+from .catalog import Catalog, OutputLength, TournamentName
 from .exports import Exports
 from .failures import FailedMatch, FailureGroup, FailureReport, Failures
 from .gauges import Gauges, JudgeTotals
@@ -53,16 +52,23 @@ from .panels import Panels
 from .rounds import Rounds
 from .runs import RunList, RunRow, Runs
 from .scores import Scores
+from .shortage import Shortage, database_shortage, redis_full_reason, redis_shortage
 from .submissions import Submissions
 from .tournaments import Tournaments
 from .views import Views
 from .vote_pairs import VotePair, VotePairs
 from .votes import StoredVote, VoteChanged, Votes
 
-__all__ = ["ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult", "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup", "FailureReport", "MatchContext", "NeededRequest",
-           "NewJudgement", "NewSubmission", "NotFound", "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused",
-           "StoreFull", "StoreUnavailable", "Shortage", "database_shortage", "redis_full_reason", "redis_shortage", "RunList", "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote", "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery",
-           "JudgementSummary", "Result", "Shown", "SideSummary"]
+__all__ = [
+    "ACTIVE", "ADMIN_NAME", "WRITER", "ApiKeys", "Scope", "StoredKey", "BatchCounts", "BatchResult",
+    "BatchRow", "BatchStatus", "Gauges", "JudgeTotals", "Conflict", "FailedMatch", "FailureGroup",
+    "FailureReport", "MatchContext", "NeededRequest", "NewJudgement", "NewSubmission", "NotFound",
+    "OpenedBatch", "ReferenceMismatch", "Outgoing", "PageMark", "RequestStatus", "RetryRefused", "StoreFull",
+    "StoreUnavailable", "Shortage", "database_shortage", "redis_full_reason", "redis_shortage", "RunList",
+    "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote",
+    "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery", "JudgementSummary", "Result", "Shown",
+    "SideSummary",
+]
 
 
 class Store(Submissions, Tournaments, Matches, Panels, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,

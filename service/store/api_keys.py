@@ -7,7 +7,7 @@ keeps its row, so its name still says who made the writes it recorded; names are
 
 Also here: who is writing (`WRITER`), the name of the key behind the current request, which the
 store stamps as `created_by` on the submissions, tournaments and votes it inserts. The API's auth
-dependency sets it for its request (`service.auth`); a local command writes as nobody (NULL).
+dependency sets it for its request (`service.web.auth`); a local command writes as nobody (NULL).
 """
 from __future__ import annotations
 

@@ -18,10 +18,11 @@ in each method, so a new kind of write cannot forget it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sqlalchemy import case, create_engine, event, func, select, update
 from sqlalchemy.engine import Connection, Engine

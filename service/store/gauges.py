@@ -1,4 +1,4 @@
-"""Aggregates the API's /metrics reads at scrape time (`service.metrics`): cheap on a big store.
+"""Aggregates the API's /metrics reads at scrape time (`service.ops.metrics`): cheap on a big store.
 
 Matches and tournaments by status are one GROUP BY each (matches' over `ix_matches_status`).
 Judgements are written once and never change their tokens or cost, so their totals are summed

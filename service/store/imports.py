@@ -170,7 +170,7 @@ class ImportSession:
         Why this is safe: `question_hash` only says whether a submission arriving under the same
         key holds the same question, so it follows the text. No stored key is derived from a
         submission's question text: an imported judgement's key is the file's `key` or a hash of
-        its row (`service.importers.battles`), and a live judge's judgement key (question text,
+        its row (`service.usecases.importers.battles`), and a live judge's judgement key (question text,
         outputs...) is computed from the submissions each time a pair is judged or planned, never
         kept apart from the judgement. A judgement a live judge made of a real output filled here
         keeps its key and its matches; the next tournament keys the pair with the real question,

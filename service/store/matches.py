@@ -204,7 +204,7 @@ class Matches(Database):
 
     def _settle_tournament(self, conn: Connection, match_id: int, now: float) -> None:
         """Finish a tournament once none of its matches is still active; an adaptive one stays
-        running between rounds (its planner, `service.rounds`, finishes it)."""
+        running between rounds (its planner, `service.usecases.rounds`, finishes it)."""
         m, t = s.matches, s.tournaments
         found = conn.execute(
             select(m.c.tournament_id, t.c.mode).join(t, t.c.id == m.c.tournament_id).where(m.c.id == match_id)

@@ -279,7 +279,7 @@ match_waits = Table(
 )
 Index("ix_match_waits_request", match_waits.c.custom_id)
 
-# API keys an admin issued (`service.auth`): only the SHA-256 of the secret is kept, with its first
+# API keys an admin issued (`service.web.auth`): only the SHA-256 of the secret is kept, with its first
 # characters (`prefix`) to recognise it by; `scopes` is a comma-separated list (submit, vote, run,
 # admin; empty: reads only). A revoked key keeps its row (and its name, which writes record).
 api_keys = Table(

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from leaderboard.types import Call, OrderPolicy, Outcome
 from service.store import MatchContext
@@ -39,7 +40,7 @@ class ScoreBook(Protocol):
 
     async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None: ...
 
-    def exclusive(self, key: str) -> AsyncContextManager[None]:
+    def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         """Held around work that matches in flight share and must pay for once (a submission's
         score, a source's facts): the others wait, then find it in the book."""
         ...

@@ -1,0 +1,3 @@
+"""Running joust: the processes of `joust up` and what keeps them alive (`processes`, `orphans`,
+`liveness`), the embedded Redis (`redis_server`), the nightly scheduler (`scheduler`, `cron`),
+metrics, logs and the API process's garbage collector (`metrics`, `logs`, `child_logs`, `heap`)."""

@@ -1,2 +1,0 @@
-"""The web pages' rendering: Jinja2 templates with autoescaping, shared filters, and the
-conditional-request rule every page follows (see `service.pages.render`)."""

@@ -1,0 +1,650 @@
+"""Boards served from memory and kept current one judgement at a time.
+
+Why: rebuilding a board from a million stored judgements costs seconds, and the page and the API
+ask for one on every request. So the overall board lives in a `Tally` per level, and each request
+first reads the store's revision (one indexed single-row read, taken at request time): if
+judgements were resolved since the cache last looked, only those rows are read and added, under
+the cache's lock, before the board is served. A request that arrives after a resolve therefore
+always sees it, and a row is never added twice: the store hands out rows by resolve seq together
+with the seq it read up to. Boards are memoised per level until the seq moves, so repeated
+requests at one revision cost the revision read and nothing else.
+
+Every board served holds one judge's verdicts (`leaderboard.judges`): `judged` chooses the judge
+from the roster of judges with verdicts (`service.usecases.judge_roster`, kept current the same way) and
+serves that judge's board. A judge is a stream of its own (the same incremental path, a few kept
+in an LRU); the stream of all judges at once (`judge=None`) is for callers inside joust only.
+A tournament dedupes judgements over its own runs, so its board is rebuilt from scratch when one
+of its matches resolves (`Store.tournament_seq`; other tournaments' judgements only re-stamp it)
+and a few are kept in an LRU keyed by (level, filters); the pages ask `judged_soon`, which serves
+the last such board at once while a newer one is made in the background (`service.usecases.refreshes`). So is a board
+by one dimension of the `dimensions` criteria set, whose outcomes are derived from the stored
+calls at read time, a board of one turn or of each pair's majority (`leaderboard.board_slice`),
+and a board with bootstrap intervals (`bootstrapped`: it resamples the
+questions, which the tallies do not keep), computed once per revision with a fixed seed. A
+board rated by Davidson's tie model (`tied`) is refitted from the plain board's pair counts,
+once per revision. `second_opinions` hands the gaming flags the pair counts of the other judges
+on a board's scope (`leaderboard.flags.length_flags` needs a second judge), from their streams
+without a fit.
+
+Judge health, for the page and GET /api/judges, is cached apart: `service.usecases.judge_health_cache`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+
+from leaderboard.battles import BattleLike, PairCounts
+from leaderboard.board import with_intervals
+from leaderboard.board_slice import WHOLE, BoardSlice
+from leaderboard.effects import Effects, fit_effects, fit_effects_counts
+from leaderboard.flags import SecondOpinion
+from leaderboard.judges import JudgeChoice, choose_judge, second_judges
+from leaderboard.players import SideRow, player_of
+from leaderboard.resampled import board_bootstrap
+from leaderboard.style import StyleUnavailable
+from leaderboard.style_board import ComponentCoefficient, styled_board
+from leaderboard.tally import Tally
+from leaderboard.tie_board import TieParameter, tied_board
+from leaderboard.types import Level, Rating
+from service.store import Store
+from service.usecases.judge_roster import OverallRoster, Roster, tournament_roster
+from service.usecases.refreshes import GAP_S, Refreshes
+from service.usecases.revisioned import Lru
+
+log = logging.getLogger(__name__)
+
+LEVELS = (Level.MODEL, Level.SCENARIO, Level.SYSTEM)
+CHUNK = 100_000  # rows read per query while catching up, to bound memory on a cold start
+STREAMS = 8  # judge-filtered streams kept
+FILTERED = 32  # tournament-filtered boards and effect fits kept
+BOOTSTRAP_ROUNDS = 200  # resamples of the questions behind a board's bootstrap intervals
+SLOW_FIT_S = 0.02  # an overall board whose fit takes longer is refitted in the background for the pages
+BOOTSTRAP_SEED = 0  # the same judgements always give the same bootstrap intervals
+STALE_FROM = 5_000  # verdicts from which a page serves a tournament's last board while a newer one is made
+SECOND_OPINIONS = 3  # other judges (most verdicts first) a board's length flag is checked against
+
+
+@dataclass(frozen=True)
+class Board:
+    """A leaderboard, how many judgements it counts, and the revision it includes everything up to.
+
+    `counts`: the pair counts it was fitted on, players in name order (the win-rate and battle
+    matrices), when it was fitted rather than assembled another way (an anchored board). `seq`:
+    over a tournament, the newest resolve seq of its matches when its rows were read, so the
+    board is known current at a later revision while that seq has not moved."""
+
+    level: Level
+    rows: list[Rating]
+    judgements: int
+    revision: int
+    counts: PairCounts | None = field(default=None, compare=False, repr=False)
+    seq: int | None = field(default=None, compare=False, repr=False)  # over a tournament: `Store.tournament_seq`
+
+
+@dataclass(frozen=True)
+class Opinions:
+    """Other judges' pair counts on a board's scope and level, what its length flag is checked
+    against (`leaderboard.flags.length_flags`), and the revision each includes everything up to."""
+
+    opinions: tuple[SecondOpinion, ...] = ()
+    revisions: tuple[int, ...] = ()
+
+    @property
+    def stamp(self) -> tuple[tuple[str, int], ...]:
+        """(judge, revision) of each: flags made against the same stamp still hold."""
+        return tuple(zip((o.judge for o in self.opinions), self.revisions))
+
+
+S = TypeVar("S", Board, Roster)  # a result over a tournament, rebuilt from scratch when its matches resolve
+
+
+def _verdicts(found: Board | Roster) -> int:
+    """The verdicts a board or a roster counts: what rebuilding it reads."""
+    if isinstance(found, Board):
+        return found.judgements
+    return sum(judge.verdicts for judge in found.judges)
+
+
+@dataclass(frozen=True)
+class Styled:
+    """A board with style control (`leaderboard.style_board`), or why it cannot have it
+    (`unavailable`: battles without outputs), at `revision`."""
+
+    board: Board
+    coefficients: list[ComponentCoefficient]
+    unavailable: str | None
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
+
+
+@dataclass(frozen=True)
+class Tied:
+    """A board rated by Davidson's tie model (`leaderboard.tie_board`) with each component's
+    tie parameter, or why it cannot be (`unavailable`: weighted battles), at `revision`."""
+
+    board: Board
+    tie_parameters: list[TieParameter]
+    unavailable: str | None
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
+
+
+@dataclass(frozen=True)
+class Bootstrapped:
+    """A board whose intervals and rank ranges come from resampling questions: `rounds`
+    resamples drawn with `seed`, within each component."""
+
+    board: Board
+    rounds: int
+    seed: int
+
+    @property
+    def revision(self) -> int:
+        return self.board.revision
+
+
+@dataclass(frozen=True)
+class EffectsAt:
+    """Model and scenario effects fitted on the judgements up to `revision`."""
+
+    effects: Effects
+    revision: int
+
+
+class Players:
+    """Each submission's player names at every level, made once and shared by every battle."""
+
+    def __init__(self) -> None:
+        self._names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.systems: dict[str, tuple[str, str] | None] = {}  # system player → (model, scenario); None: two share it
+
+    def names(self, model: str, scenario: str) -> tuple[str, str, str]:
+        """(model player, scenario player, system player), as `player_of` names them."""
+        key = (model, scenario)
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = (
+                player_of(model, scenario, Level.MODEL),
+                player_of(model, scenario, Level.SCENARIO),
+                player_of(model, scenario, Level.SYSTEM),
+            )
+            self.systems[names[2]] = key if self.systems.get(names[2], key) == key else None
+        return names
+
+    def battles(self, rows: Iterable[SideRow]) -> dict[Level, list[BattleLike]]:
+        """`leaderboard.players.battles_at_level` for every level in one pass, as plain tuples:
+        a cold start turns millions of rows into battles, and a tuple costs a fraction of a `Battle`."""
+        found: list[list[BattleLike]] = [[] for _ in LEVELS]
+        model, scenario, system = (battles.append for battles in found)
+        for row in rows:
+            a = self.names(row.a_model, row.a_scenario)
+            b = self.names(row.b_model, row.b_scenario)
+            winner, question = row.winner, row.question_id
+            if a[0] != b[0]:
+                model((a[0], b[0], winner, question))
+            if a[1] != b[1]:
+                scenario((a[1], b[1], winner, question))
+            if a[2] != b[2]:
+                system((a[2], b[2], winner, question))
+        return dict(zip(LEVELS, found))
+
+
+def board_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision: int) -> Board:
+    """A board from scratch (for filters that cannot be followed incrementally)."""
+    tally = Tally(k=k)
+    battles = Players().battles(rows)[level]
+    tally.add(battles)
+    counts = tally.counts()
+    return Board(level=level, rows=tally.board(counts), judgements=len(battles), revision=revision, counts=counts)
+
+
+def bootstrap_from_rows(rows: Sequence[SideRow], level: Level, *, k: float, revision: int) -> Bootstrapped:
+    """A board from scratch with bootstrap intervals (`BOOTSTRAP_ROUNDS` rounds, `BOOTSTRAP_SEED`),
+    per connected group, none where the resamples cannot bound a rating or do not vary it
+    (`leaderboard.resampled`)."""
+    battles = Players().battles(rows)[level]
+    tally = Tally(k=k)
+    tally.add(battles)
+    counts = tally.counts()
+    intervals = board_bootstrap(battles, np.random.default_rng(BOOTSTRAP_SEED), rounds=BOOTSTRAP_ROUNDS)
+    board = Board(level, with_intervals(tally.board(counts), intervals), len(battles), revision, counts)
+    return Bootstrapped(board, BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED)
+
+
+class Stream:
+    """The counted judgements of one judge (or of all), folded into one Tally per level."""
+
+    def __init__(self, store: Store, k: float, judge: str | None = None) -> None:
+        self.store = store
+        self.k = k
+        self.judge = judge
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seq = 0
+        self._players = Players()
+        self._tallies = {level: Tally(k=self.k) for level in Level}
+        self._boards: dict[Level, Board] = {}
+        self._counts: dict[Level, PairCounts] = {}  # made without a fit (another board's second opinion)
+        self._last: dict[Level, Board] = {}  # the newest board fitted per level, kept across catch-ups
+        self._fit_s: dict[Level, float] = {}  # how long the newest fit per level took
+
+    def board(self, level: Level, revision: int) -> Board:
+        """The board including every judgement resolved up to `revision` (or later)."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            board = self._boards.get(level)
+            if board is None:
+                began = time.perf_counter()
+                tally = self._tallies[level]
+                counts = tally.counts()
+                board = self._boards[level] = Board(level, tally.board(counts), tally.battles, self.seq, counts)
+                self._fit_s[level] = time.perf_counter() - began
+                self._last[level] = board
+            return board
+
+    def counts(self, level: Level, revision: int) -> tuple[PairCounts, int]:
+        """The pair counts at `level` up to `revision` (or later) and the seq they include, without
+        fitting a board when none is kept: what another judge's length flag is checked against."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            board = self._boards.get(level)
+            if board is not None and board.counts is not None:
+                return board.counts, self.seq
+            counts = self._counts.get(level)
+            if counts is None:
+                counts = self._counts[level] = self._tallies[level].counts()
+            return counts, self.seq
+
+    def system_counts(self, revision: int) -> tuple[list[tuple[str, str]], PairCounts, int] | None:
+        """The system level's pair counts up to `revision` (or later), each system as its (model,
+        scenario), and the judgements counted: what `fit_effects_counts` needs, without a fit of the
+        board. None when two (model, scenario) share one system name (a model named "a + b")."""
+        with self.lock:
+            if revision > self.seq:
+                self._catch_up()
+            tally = self._tallies[Level.SYSTEM]
+            counts = tally.counts()
+            systems = [self._players.systems.get(name) for name in counts.players]
+            if any(system is None for system in systems):
+                return None
+            return systems, counts, tally.battles  # type: ignore[return-value]
+
+    def latest(self, level: Level) -> tuple[Board, float] | None:
+        """The newest board fitted at `level`, however old, and how long its fit took."""
+        with self.lock:
+            board = self._last.get(level)
+            return None if board is None else (board, self._fit_s[level])
+
+    def _catch_up(self) -> None:
+        """Add the rows resolved since `seq`; on any error start over rather than half-add."""
+        try:
+            while True:
+                rows, seq = self.store.side_rows_since(self.seq, judge=self.judge, limit=CHUNK)
+                for level, battles in self._players.battles(rows).items():
+                    self._tallies[level].add(battles)
+                if seq != self.seq:
+                    self.seq = seq
+                    self._boards.clear()
+                    self._counts.clear()
+                if len(rows) < CHUNK:
+                    return
+        except BaseException:
+            self._reset()
+            raise
+
+
+def _board_of(latest: tuple[Board, float] | None) -> Board | None:
+    return None if latest is None else latest[0]
+
+
+class BoardCache:
+    """Current boards for the API and the page: incremental per judge, cached by revision otherwise.
+
+    Thread-safe: FastAPI runs sync routes in a thread pool, and a background thread may warm it.
+    """
+
+    def __init__(self, store: Store, k: float) -> None:
+        self.store = store
+        self.k = k
+        self._streams: OrderedDict[str | None, Stream] = OrderedDict()  # by judge, least recent first
+        self._lock = threading.Lock()
+        self._roster = OverallRoster(store)
+        self._rosters: Lru[Roster] = Lru(FILTERED)  # by tournament
+        self._filtered: Lru[Board] = Lru(FILTERED)
+        self._bootstraps: Lru[Bootstrapped] = Lru(FILTERED)
+        self._bootstrap_lock = threading.Lock()  # one resampling at a time: it takes seconds on big boards
+        self._styled: Lru[Styled] = Lru(FILTERED)
+        self._tied: Lru[Tied] = Lru(FILTERED)
+        self._effects: Lru[EffectsAt] = Lru(FILTERED)
+        self._latest_effects: OrderedDict[str | None, EffectsAt] = OrderedDict()  # by judge, for the page
+        self.slow_fit_s = SLOW_FIT_S
+        self._refreshes = Refreshes("boards", gap_s=GAP_S)  # the pages' background refreshes, by what they refresh
+
+    def choose(self, *, tournament_id: int | None = None, judge: str | None = None) -> JudgeChoice:
+        """The judge of a board on this scope: `judge` if it has verdicts there, else the one
+        `leaderboard.judges.choose_judge` picks. NotFound for an unknown tournament;
+        `leaderboard.judges.UnknownJudge` for a named judge without verdicts there."""
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        return self._choose(tournament_id, judge, self.store.revision())
+
+    def judged(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None, part: BoardSlice = WHOLE,
+    ) -> tuple[JudgeChoice, Board]:
+        """The judge chosen as `choose` does, and that judge's board (empty when no judge has
+        verdicts) of the verdicts `part` counts, current as of this call."""
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        revision = self.store.revision()
+        choice = self._choose(tournament_id, judge, revision)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, revision, PairCounts.empty())
+        return choice, self._board_at(level, tournament_id, choice.judge, dimension, revision, part)
+
+    def judged_soon(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None, wait_s: float = 1.0,
+    ) -> tuple[JudgeChoice, Board] | None:
+        """For the pages: `judged`, except that a board rebuilt from scratch when its judgements
+        change (over a tournament, by a dimension) and a tournament's roster are served at once
+        from their last computation, however old (the board's `revision` says up to where), while
+        newer ones are computed in the background (`service.usecases.refreshes`); None while the very first
+        is still computing after `wait_s`. Why: that rebuild reads every judgement of the scope
+        (seconds at a million), and a page during a tournament must not wait for it at each new
+        judgement. The overall boards are kept current one judgement at a time, but their fit is
+        redone at each new judgement: one whose fit takes longer than `slow_fit_s` is refitted the
+        same way, behind the page (`_overall_soon`). `GET /api/leaderboard` promises current
+        boards and asks `judged`."""
+        if tournament_id is None and dimension is None:
+            return self._overall_soon(level, judge, wait_s)
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        revision = self.store.revision()
+        if tournament_id is None:
+            roster: Roster | None = self._roster.at(revision)
+        else:
+            roster = self._soon(self._rosters, tournament_id, tournament_id, revision, wait_s,
+                                lambda seq: self._read_roster(tournament_id, seq))
+        if roster is None:
+            return None
+        choice = choose_judge(roster.judges, judge)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, roster.revision, PairCounts.empty())
+        chosen = choice.judge
+        board = self._soon(self._filtered, self._filter_key(level, tournament_id, chosen, dimension), tournament_id,
+                           revision, wait_s, lambda seq: self._read_board(level, tournament_id, chosen, dimension, seq))
+        return None if board is None else (choice, board)
+
+    def board(
+        self, level: Level, *, tournament_id: int | None = None, judge: str | None = None,
+        dimension: str | None = None,
+    ) -> Board:
+        """The board for exactly these filters, current as of this call; NotFound for an unknown
+        tournament. `judge=None` pools every judge: for joust's own checks, never served (the
+        API and the page serve `judged`).
+
+        With `dimension`, the board ranks by that dimension of the `dimensions` judgements only,
+        rebuilt from scratch when the revision moves (like a tournament's board)."""
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        return self._board_at(level, tournament_id, judge, dimension, self.store.revision())
+
+    def second_opinions(self, level: Level, choice: JudgeChoice, revision: int, *, tournament_id: int | None = None,
+                        dimension: str | None = None, part: BoardSlice = WHOLE) -> Opinions:
+        """The pair counts of up to `SECOND_OPINIONS` other judges with verdicts on the scope of
+        `choice`'s board (`leaderboard.judges.second_judges`), at `level` and at least `revision`:
+        overall, the counts the judges' streams keep current (no fit, no judgement read again
+        once warm); over a tournament or a dimension, their boards kept like any other."""
+        opinions: list[SecondOpinion] = []
+        revisions: list[int] = []
+        for judge in second_judges(choice, SECOND_OPINIONS):
+            if tournament_id is None and dimension is None and part.whole:
+                counts, seen = self._stream(judge).counts(level, revision)
+            else:
+                other = self._board_at(level, tournament_id, judge, dimension, revision, part)
+                counts, seen = (other.counts if other.counts is not None else PairCounts.empty()), other.revision
+            opinions.append(SecondOpinion(judge, counts))
+            revisions.append(seen)
+        return Opinions(tuple(opinions), tuple(revisions))
+
+    def bootstrapped(
+        self, level: Level, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
+        part: BoardSlice = WHOLE,
+    ) -> Bootstrapped:
+        """One judge's board with bootstrap intervals, computed once per revision (questions
+        resampled `BOOTSTRAP_ROUNDS` times with `BOOTSTRAP_SEED`, within each component), so
+        the same judgements always give the same numbers."""
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        key = (level, tournament_id, judge, dimension, part)
+        with self._bootstrap_lock:
+            revision = self.store.revision()
+            cached = self._bootstraps.get(key, revision)
+            if cached is not None:
+                return cached
+            if dimension is not None:
+                rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge,
+                                                      turn=part.turn)
+            elif tournament_id is not None or not part.whole:
+                rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
+            else:  # the rows and the revision they include, read together
+                rows, revision = self.store.side_rows_since(0, judge=judge)
+            result = bootstrap_from_rows(part.rows(rows), level, k=self.k, revision=revision)
+            self._bootstraps.put(key, result)
+            return result
+
+    def styled(self, level: Level, plain: Board, *, judge: str, tournament_id: int | None = None,
+               turn: int | None = None) -> Styled:
+        """One judge's `plain` board with style control, computed once per revision (it reads
+        every output the board's judgements compared, and fits per battle); `turn`: of that turn's."""
+        key = (level, tournament_id, judge, turn)
+        with self._bootstrap_lock:
+            cached = self._styled.get(key, plain.revision)
+            if cached is not None:
+                return cached
+            rows = self.store.styled_side_rows(tournament_id=tournament_id, judge=judge, turn=turn)
+            try:
+                found = styled_board(rows, level, plain.rows)
+                result = Styled(dataclasses.replace(plain, rows=found.rows), found.coefficients, None)
+            except StyleUnavailable as exc:
+                result = Styled(plain, [], str(exc))
+            self._styled.put(key, result)
+            return result
+
+    def tied(self, plain: Board, *, judge: str, tournament_id: int | None = None, dimension: str | None = None,
+             part: BoardSlice = WHOLE) -> Tied:
+        """One judge's `plain` board rated by Davidson's tie model, computed once per revision
+        from the pair counts the plain board was fitted on (no judgement is read again)."""
+        key = (plain.level, tournament_id, judge, dimension, part)
+        cached = self._tied.get(key, plain.revision)
+        if cached is not None:
+            return cached
+        counts = plain.counts if plain.counts is not None else PairCounts.empty()
+        try:
+            found = tied_board(plain.rows, counts)
+            result = Tied(dataclasses.replace(plain, rows=found.rows), found.tie_parameters, None)
+        except ValueError as exc:
+            result = Tied(plain, [], str(exc))
+        self._tied.put(key, result)
+        return result
+
+    def _choose(self, tournament_id: int | None, judge: str | None, revision: int) -> JudgeChoice:
+        if tournament_id is None:
+            roster = self._roster.at(revision)
+        else:
+            roster = self._scoped(self._rosters, tournament_id, tournament_id, revision,
+                                  lambda seq: self._read_roster(tournament_id, seq))
+        return choose_judge(roster.judges, judge)
+
+    def _board_at(
+        self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None, revision: int,
+        part: BoardSlice = WHOLE,
+    ) -> Board:
+        if tournament_id is None and dimension is None and part.whole:
+            return self._stream(judge).board(level, revision)
+        return self._scoped(self._filtered, self._filter_key(level, tournament_id, judge, dimension, part),
+                            tournament_id, revision,
+                            lambda seq: self._read_board(level, tournament_id, judge, dimension, seq, part))
+
+    @staticmethod
+    def _filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
+                    part: BoardSlice = WHOLE) -> tuple:
+        sliced = () if part.whole else (part,)
+        if dimension is not None:
+            return ("dimension", dimension, level, tournament_id, judge, *sliced)
+        return (level, tournament_id, judge, *sliced)
+
+    def _read_board(self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
+                    seq: int | None, part: BoardSlice = WHOLE) -> Board:
+        """A board from scratch over a tournament, by a dimension, or of the verdicts `part`
+        counts (`seq`: the tournament's, read before its rows), at the revision read before them."""
+        revision = self.store.revision()
+        if dimension is not None:
+            rows = self.store.dimension_side_rows(dimension, tournament_id=tournament_id, judge=judge, turn=part.turn)
+        else:
+            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
+        return dataclasses.replace(board_from_rows(part.rows(rows), level, k=self.k, revision=revision), seq=seq)
+
+    def _read_roster(self, tournament_id: int, seq: int | None) -> Roster:
+        return dataclasses.replace(tournament_roster(self.store, tournament_id), seq=seq)
+
+    def _fresh(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int) -> S | None:
+        """The result kept for `key` if it is current at `revision`: made at it or later, or over
+        a tournament none of whose matches resolved since it was made (then stamped `revision`:
+        other tournaments' judgements move the revision without changing it)."""
+        cached = lru.get(key, revision)
+        if cached is not None or tournament_id is None:
+            return cached
+        latest = lru.latest(key)
+        if latest is None or latest.seq is None or latest.seq != self.store.tournament_seq(tournament_id):
+            return None
+        restamped = dataclasses.replace(latest, revision=revision)
+        lru.put(key, restamped)
+        return restamped
+
+    def _scoped(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int,
+                read: Callable[[int | None], S]) -> S:
+        """The result for `key` current at `revision`: kept, or `read` (given the tournament's seq,
+        taken before it reads) and kept."""
+        fresh = self._fresh(lru, key, tournament_id, revision)
+        if fresh is not None:
+            return fresh
+        made = read(None if tournament_id is None else self.store.tournament_seq(tournament_id))
+        lru.put(key, made)
+        return made
+
+    def _overall_soon(self, level: Level, judge: str | None, wait_s: float) -> tuple[JudgeChoice, Board] | None:
+        """An overall board for a page: current, unless its last fit took longer than `SLOW_FIT_S`
+        (hundreds of players): then the last one at once while the refit runs in the background,
+        so that a page during a tournament never waits for a fit at each new judgement."""
+        revision = self.store.revision()
+        choice = self._choose(None, judge, revision)
+        if choice.judge is None:
+            return choice, Board(level, [], 0, revision, PairCounts.empty())
+        stream = self._stream(choice.judge)
+        last = stream.latest(level)
+        if last is None or last[1] < self.slow_fit_s or last[0].revision >= revision:
+            return choice, stream.board(level, revision)
+        board = self._refreshes.soon(
+            ("overall", level, choice.judge), lambda: _board_of(stream.latest(level)),
+            lambda found: found.revision >= revision, lambda: stream.board(level, self.store.revision()), wait_s)
+        return None if board is None else (choice, board)
+
+    def _soon(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int, wait_s: float,
+              read: Callable[[int | None], S]) -> S | None:
+        """`_scoped`, but past `STALE_FROM` verdicts a stale result is served at once while the newer
+        one is made in the background (before the first, that one is waited for up to `wait_s`)."""
+        fresh = self._fresh(lru, key, tournament_id, revision)
+        if fresh is not None:
+            return fresh
+        latest = lru.latest(key)
+        if latest is not None and _verdicts(latest) < STALE_FROM:  # rebuilt in the request: milliseconds
+            return self._scoped(lru, key, tournament_id, revision, read)
+        return self._refreshes.soon(
+            key, lambda: lru.latest(key), lambda found: found.revision >= revision,
+            lambda: self._scoped(lru, key, tournament_id, self.store.revision(), read), wait_s)
+
+    def effects(self, *, tournament_id: int | None = None, judge: str | None = None,
+                part: BoardSlice = WHOLE) -> EffectsAt:
+        """Model and scenario effects over the filtered judgements (`part`: of one turn, each
+        pair's majority, as the board counts them), refitted when the revision moves
+        (`judge=None` pools every judge: for joust's own checks, like `board`)."""
+        if tournament_id is not None:
+            self.store.tournament_spec(tournament_id)  # NotFound for an unknown id (one indexed row)
+        revision = self.store.revision()
+        key = (tournament_id, judge) if part.whole else (tournament_id, judge, part)
+        cached = self._effects.get(key, revision)
+        if cached is not None:
+            return cached
+        kept = self._stream(judge).system_counts(revision) if tournament_id is None and part.whole else None
+        if kept is not None:  # the counts the overall boards keep current: no judgement read again
+            fitted = EffectsAt(fit_effects_counts(*kept), revision)
+        else:
+            rows = self.store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn)
+            fitted = EffectsAt(fit_effects(part.rows(rows)), revision)
+        self._effects.put(key, fitted)
+        if tournament_id is None and part.whole:
+            with self._lock:
+                latest = self._latest_effects.get(judge)
+                if latest is None or latest.revision < revision:
+                    self._latest_effects[judge] = fitted
+                    self._latest_effects.move_to_end(judge)
+                    while len(self._latest_effects) > STREAMS:
+                        self._latest_effects.popitem(last=False)
+        return fitted
+
+    def effects_soon(self, wait_s: float = 1.0, *, judge: str | None = None, stale_ok: bool = False,
+                     ) -> EffectsAt | None:
+        """One judge's effects over all tournaments, for the page: current when they can be
+        fitted within `wait_s`, else the last fit (its revision says how old; None before the
+        first) while the refit goes on in the background. `stale_ok`: once there is a fit, never
+        wait, serve it (a page during a tournament must not wait for each refit). Why: the fit
+        reads every judgement of the judge (seconds at a million), and the page must not wait for
+        it; the boards themselves are always current.
+        """
+        revision = self.store.revision()
+        return self._refreshes.soon(("effects", judge), lambda: self._latest_effect(judge),
+                                    lambda latest: latest.revision >= revision, lambda: self.effects(judge=judge),
+                                    wait_s, stale_ok=stale_ok)
+
+    def _latest_effect(self, judge: str | None) -> EffectsAt | None:
+        with self._lock:
+            return self._latest_effects.get(judge)
+
+    def warm(self) -> None:
+        """Build the default judge's boards now, and the counts of the other judges its length
+        flag is checked against, so the first request does not pay for a cold start."""
+        try:
+            for level in Level:
+                choice, board = self.judged(level)
+                self.second_opinions(level, choice, board.revision)
+        except Exception:  # a failed warm-up only means the first request builds the board
+            log.exception("warming the leaderboard cache failed")
+
+    def _stream(self, judge: str | None) -> Stream:
+        """A judge's stream, or all judges' (made on first use; the least recent beyond STREAMS go)."""
+        with self._lock:
+            stream = self._streams.get(judge)
+            if stream is None:
+                stream = self._streams[judge] = Stream(self.store, self.k, judge)
+                while len(self._streams) > STREAMS:
+                    self._streams.popitem(last=False)
+            self._streams.move_to_end(judge)
+            return stream
