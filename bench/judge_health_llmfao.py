@@ -29,14 +29,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from leaderboard.health import (  # noqa: E402
+from leaderboard.judge_alpha import VoteTable, seeded_alpha  # noqa: E402
+from leaderboard.judge_health import (  # noqa: E402
     HealthReport,
     JudgementRecord,
     human_agreement,
     human_votes,
     voter_agreement,
 )
-from leaderboard.judge_alpha import VoteTable, seeded_alpha  # noqa: E402
 from service.store import Store  # noqa: E402
 from service.usecases.importers.battles import load_battles  # noqa: E402
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["DryRun", "Flag", "Judgement", "Side", "Submission", "SubmissionRef", "Tournament", "TournamentStatus", "Verdict",
            "Vote"]
@@ -45,6 +45,20 @@ def _split(cls: type, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     """The body's fields `cls` declares, and the rest (for `extra`)."""
     known = {f.name for f in fields(cls)} - {"extra"}
     return {k: v for k, v in body.items() if k in known}, {k: v for k, v in body.items() if k not in known}
+
+
+_Value = TypeVar("_Value", bound="_FromJson")
+
+
+class _FromJson:
+    """`from_json` for a value whose fields are the body's own, unconverted: what it names, and
+    the rest in `extra`."""
+
+    @classmethod
+    def from_json(cls: type[_Value], body: Mapping[str, Any]) -> _Value:
+        known, extra = _split(cls, body)
+        made: _Value = cls(**known, extra=extra)  # type: ignore[call-arg]  # each subclass is a dataclass with `extra`
+        return made
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,7 @@ class Tournament:
 
 
 @dataclass(frozen=True)
-class DryRun:
+class DryRun(_FromJson):
     """What a tournament would take if started now (`Client.tournament(..., dry_run=True)`);
     nothing was created. `cached`: matches a stored judgement answers for free; `calls`: the
     judge calls the rest need; `estimated_cost_usd` is None when the judge has no price
@@ -118,14 +132,9 @@ class DryRun:
     delivery: str | None = None  # "live" or "batch"; None from a server older than the field
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, body: Mapping[str, Any]) -> DryRun:
-        known, extra = _split(cls, body)
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class Vote:
+class Vote(_FromJson):
     """A stored vote: its judgement's id, its judge (`human/<voter>`), and `created` False when
     the same vote was already stored."""
 
@@ -134,25 +143,15 @@ class Vote:
     created: bool
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, body: Mapping[str, Any]) -> Vote:
-        known, extra = _split(cls, body)
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class Flag:
+class Flag(_FromJson):
     """A sign of gaming on a board row: `kind` (constant_output, addresses_judge,
     copies_question, length_unexplained) and its `evidence`, a sentence with the numbers."""
 
     kind: str
     evidence: str
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, body: Mapping[str, Any]) -> Flag:
-        known, extra = _split(cls, body)
-        return cls(**known, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ class SubmissionRef:
 
 
 @dataclass(frozen=True)
-class Submission:
+class Submission(_FromJson):
     """A stored submission (`GET /api/submissions/{id}`): its output, and `created_at` in Unix
     seconds; `created_by` the API key that stored it (None: a local command)."""
 
@@ -180,14 +179,9 @@ class Submission:
     reference: str | None = None  # the question's reference answer, as this submission stated it
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, body: Mapping[str, Any]) -> Submission:
-        known, extra = _split(cls, body)
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class Side:
+class Side(_FromJson):
     """One side of a judgement: the submission, the length of its output, and the output itself
     when it was asked for (`Client.judgement(..., outputs=True)`; else None)."""
 
@@ -197,11 +191,6 @@ class Side:
     output_chars: int
     output: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, body: Mapping[str, Any]) -> Side:
-        known, extra = _split(cls, body)
-        return cls(**known, extra=extra)
 
 
 @dataclass(frozen=True)

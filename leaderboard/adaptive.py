@@ -30,6 +30,7 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from enum import Enum
+from typing import cast
 
 import numpy as np
 
@@ -144,7 +145,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     """erf for x >= 0, vectorised (Abramowitz-Stegun 7.1.26, |error| < 1.5e-7): numpy has none."""
     t = 1.0 / (1.0 + 0.3275911 * x)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return 1.0 - poly * np.exp(-x * x)
+    return 1.0 - poly * np.exp(-x * x)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def precision_value(delta: np.ndarray, var: np.ndarray) -> np.ndarray:
@@ -161,7 +162,7 @@ def precision_value(delta: np.ndarray, var: np.ndarray) -> np.ndarray:
     gap = np.abs(delta)
     spread = np.exp(-gap * gap / (4.0 * v))
     mean_abs = np.sqrt(v / math.pi) * spread + 0.5 * gap * erf(gap / (2.0 * np.sqrt(v)))
-    return spread * mean_abs / (4.0 * math.sqrt(math.pi) * v**1.5)
+    return spread * mean_abs / (4.0 * math.sqrt(math.pi) * v**1.5)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def gains(theta: np.ndarray, cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -182,7 +183,7 @@ def gains(theta: np.ndarray, cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> n
     shift = cov[:, i] - cov[:, j]  # C u_e, one column per candidate
     columns = np.arange(i.size)
     var_e = shift[i, columns] - shift[j, columns]
-    return info * np.einsum("ne,ne->e", shift, laplacian @ shift) / (1.0 + info * var_e)
+    return info * np.einsum("ne,ne->e", shift, laplacian @ shift) / (1.0 + info * var_e)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def own_gains(theta: np.ndarray, cov: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -190,7 +191,7 @@ def own_gains(theta: np.ndarray, cov: np.ndarray, i: np.ndarray, j: np.ndarray) 
     var_e = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
     p = 1.0 / (1.0 + np.exp(theta[j] - theta[i]))
     info = p * (1.0 - p)
-    return precision_value(theta[i] - theta[j], var_e) * info * var_e**2 / (1.0 + info * var_e)
+    return precision_value(theta[i] - theta[j], var_e) * info * var_e**2 / (1.0 + info * var_e)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def shortlist(scores: np.ndarray, size: int, rng: random.Random) -> np.ndarray:
@@ -207,7 +208,7 @@ def judged_as_if(theta: np.ndarray, cov: np.ndarray, i: int, j: int) -> np.ndarr
     p = 1.0 / (1.0 + math.exp(theta[j] - theta[i]))
     info = p * (1.0 - p)
     shift = cov[:, i] - cov[:, j]
-    return cov - (info / (1.0 + info * (shift[i] - shift[j]))) * np.outer(shift, shift)
+    return cov - (info / (1.0 + info * (shift[i] - shift[j]))) * np.outer(shift, shift)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def best(scores: np.ndarray, rng: random.Random) -> int:
@@ -273,7 +274,7 @@ def concrete(
     met: Counter[tuple[Key, str]] = Counter()
     for a, b in judged:
         if a in sides and b in sides and sides[a][1] != sides[b][1]:
-            met[(tuple(sorted((sides[a][1], sides[b][1]))), sides[a][0])] += 1
+            met[(cast(Key, tuple(sorted((sides[a][1], sides[b][1])))), sides[a][0])] += 1  # sorted() of a pair: still a pair
     pool: dict[Key, list[Option]] = {}
     per_question: Counter[str] = Counter()
     per_submission: Counter[int] = Counter()

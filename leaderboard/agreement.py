@@ -69,7 +69,7 @@ def value_counts(ratings: Sequence[Sequence[Hashable | None]]) -> np.ndarray:
     counts = np.zeros((units, len(categories)))
     if cells:
         np.add.at(counts, tuple(np.array(cells).T), 1.0)
-    return counts[counts.sum(axis=1) >= 2]
+    return counts[counts.sum(axis=1) >= 2]  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def alpha_of(counts: np.ndarray) -> float:

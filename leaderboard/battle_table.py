@@ -27,14 +27,15 @@ _SCORE: dict[str, float] = {"A": 1.0, "B": 0.0, "TIE": 0.5}  # a str-valued Winn
 
 def unpack(item: BattleLike) -> Row:
     """(a, b, a's score, weight, question id) of one battle, validated; ValueError if malformed."""
+    winner: Winner | str  # a Battle's is a Winner, a tuple's may be its string
     if isinstance(item, Battle):
         a, b, winner, question, weight = item.a, item.b, item.winner, item.question_id, item.weight
     else:
         a, b, winner = item[0], item[1], item[2]
-        question = item[3] if len(item) > 3 else None  # type: ignore[misc]
-        weight = item[4] if len(item) > 4 else 1.0  # type: ignore[misc]
+        question = item[3] if len(item) > 3 else None
+        weight = item[4] if len(item) > 4 else 1.0
     try:
-        score = _SCORE[winner]  # type: ignore[index]
+        score = _SCORE[winner]
     except (KeyError, TypeError):
         raise ValueError(f"unknown winner {winner!r}: expected 'A', 'B' or 'TIE'") from None
     if a == b:

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .battle_table import BattleLike, BattleTable, Columns, Row, unpack  # noqa: F401  (re-exported)
+from .battle_table import BattleLike as BattleLike  # re-exported (`as`: explicitly, for mypy)
+from .battle_table import BattleTable as BattleTable  # re-exported
+from .battle_table import Columns as Columns  # re-exported
+from .battle_table import Row as Row  # re-exported
+from .battle_table import unpack as unpack  # re-exported
 from .columns import table_of
 
 CHANNELS = 6
@@ -122,7 +126,7 @@ class PairCounts:
     def games(self) -> np.ndarray:
         """Judgements between i and j (symmetric, int); computed once: a board reads it several
         times (components, bounds, standings)."""
-        return self.wins + self.wins.T + self.ties
+        return self.wins + self.wins.T + self.ties  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
     def take(self, index: np.ndarray) -> PairCounts:
         """The counts among the players at `index` (ascending, so they stay in name order)."""

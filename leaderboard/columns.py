@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # no pandas-stubs; unused where config ignores it
 
 from .battle_table import BattleTable, unpack
 from .object_ids import identities
@@ -109,7 +109,7 @@ def scores_of(winner: Sequence[Any] | np.ndarray) -> np.ndarray:
             raise ValueError(f"unknown winner {value!r}: expected 'A', 'B' or 'TIE'") from None
     if (codes < 0).any():
         raise ValueError("unknown winner None: expected 'A', 'B' or 'TIE'")
-    return table[codes]
+    return table[codes]  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _winner_scores(ids: np.ndarray) -> np.ndarray | None:
@@ -118,7 +118,7 @@ def _winner_scores(ids: np.ndarray) -> np.ndarray | None:
     a_won, tie = ids == id(Winner.A), ids == id(Winner.TIE)
     if not (a_won | tie | (ids == id(Winner.B))).all():
         return None
-    return a_won + 0.5 * tie
+    return a_won + 0.5 * tie  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def groups_of(question: Sequence[Any] | np.ndarray | None, m: int) -> np.ndarray:
@@ -161,6 +161,7 @@ def from_columns(
     lengths = {len(c) for c in (b, winner, question, weight) if c is not None}
     if lengths - {m}:
         raise ValueError(f"battle columns differ in length: {sorted(lengths | {m})}")
+    both: Sequence[Any] | np.ndarray
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype.kind in "iu" and b.dtype.kind in "iu":
         both = np.concatenate([a, b])  # integer player codes: hashed as machine words
     elif isinstance(a, pd.api.extensions.ExtensionArray) or isinstance(b, pd.api.extensions.ExtensionArray):
@@ -196,7 +197,7 @@ def from_frame(frame: pd.DataFrame | Mapping[str, Any], *, questions: bool = Tru
     if missing:
         raise ValueError(f"battle columns need {', '.join(REQUIRED)}; missing {', '.join(missing)}")
 
-    def column(name: str) -> np.ndarray | None:
+    def column(name: str) -> Any:  # an array, a pandas array or the mapping's own value; None if absent
         if name not in frame:
             return None
         value = frame[name]

@@ -11,6 +11,7 @@ any other.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .consistency import combine
 from .types import Call, Outcome, Winner
@@ -32,7 +33,7 @@ def dimension_outcomes(a: int, b: int, first: Sequence[int], verdicts: Sequence[
     }
 
 
-def stored_outcome(calls: Sequence[Mapping], a: int, b: int, dimension: str) -> Outcome | None:
+def stored_outcome(calls: Sequence[Mapping[str, Any]], a: int, b: int, dimension: str) -> Outcome | None:
     """One dimension's outcome relative to `a`, read from the calls JSON of a stored
     `dimensions` judgement on (a, b); None when a call does not record that dimension."""
     if dimension not in DIMENSIONS:

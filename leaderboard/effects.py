@@ -149,7 +149,10 @@ def fit_effects_counts(
     if not systems:
         return Effects(groups=(), battles=0)
     # The system board's order (its players' names), so the groups are numbered as there.
-    order = np.array(sorted(range(len(systems)), key=lambda i: player_of(*systems[i], Level.SYSTEM)), dtype=np.intp)
+    # sorted apart from np.array: inside its overloads mypy checks the lambda with i: Any and
+    # misreads *systems[i] (python/mypy#14648)
+    by_name = sorted(range(len(systems)), key=lambda i: player_of(*systems[i], Level.SYSTEM))
+    order = np.array(by_name, dtype=np.intp)
     systems, counts = [systems[i] for i in order], counts.take(order)
     labels = components(counts.games)
     groups = []

@@ -108,7 +108,7 @@ def similarity_matrix(source: np.ndarray, summary: np.ndarray) -> np.ndarray:
         raise ValueError(f"embeddings of different sizes: {a.shape[1]} and {b.shape[1]}")
     if a.shape[0] == 0 or b.shape[0] == 0:
         return np.zeros((a.shape[0], b.shape[0]))
-    return np.clip(_unit(a) @ _unit(b).T, -1.0, 1.0)
+    return np.clip(_unit(a) @ _unit(b).T, -1.0, 1.0)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _rows(x: np.ndarray, what: str) -> np.ndarray:
@@ -124,7 +124,7 @@ def _rows(x: np.ndarray, what: str) -> np.ndarray:
 
 def _unit(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _checked(similarity: np.ndarray) -> np.ndarray:

@@ -17,7 +17,9 @@ from typing import Literal
 import numpy as np
 
 from .battles import PairCounts
-from .newton import BLOCK_ROWS, ConvergenceError, minimize, spd_solve  # noqa: F401  (re-exported)
+from .newton import BLOCK_ROWS, minimize
+from .newton import ConvergenceError as ConvergenceError  # re-exported (`as`: explicitly, for mypy)
+from .newton import spd_solve as spd_solve  # re-exported
 
 DEFAULT_RIDGE = 0.01
 """L2 penalty on the natural-log strengths: a weak prior (sd 10 nats, about 1700 Elo points)
@@ -49,7 +51,7 @@ def centring(groups: np.ndarray) -> np.ndarray:
     shift together (all players; all models; all scenarios) needs one constraint.
     """
     sizes = np.bincount(groups)
-    return (groups[:, None] == groups[None, :]) / sizes[groups][:, None]
+    return (groups[:, None] == groups[None, :]) / sizes[groups][:, None]  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _nll(theta: np.ndarray, points: np.ndarray) -> float:
@@ -118,7 +120,7 @@ def fit_log_strengths(
 
     beta = minimize(objective, derivatives, np.zeros(size) if start is None else np.asarray(start, dtype=float),
                     tol=tol, max_iter=max_iter, what="Bradley-Terry")
-    return beta - centring(groups) @ beta
+    return beta - centring(groups) @ beta  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ def fit_pairs(
     for _ in range(max_iter):
         r, h = g * p - w, g * p * (1.0 - p)
         grad = np.bincount(i, r, n) - np.bincount(j, r, n) + ridge * beta + beta.mean()
-        hess = np.full(n * n, 1.0 / n)
+        hess: np.ndarray = np.full(n * n, 1.0 / n)  # flat, then reshaped to n×n
         hess[upper] = hess[lower] = 1.0 / n - h  # each pair once in each triangle
         degree = np.bincount(i, h, n) + np.bincount(j, h, n) + ridge
         hess[diagonal] += degree
@@ -224,7 +226,7 @@ def fit_pairs(
         size = float(np.max(np.abs(step)))
         if size < tol:
             beta = beta - step
-            return beta - beta.mean()
+            return beta - beta.mean()  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
         decrement = float(grad @ step)
         t = 1.0
         trial = probabilities(beta - step)
@@ -238,7 +240,7 @@ def fit_pairs(
         beta = beta - t * step
         p, d, e = trial
         if t == 1.0 and size < previous < math.inf and size**3 < 0.01 * tol * previous**2:
-            return beta - beta.mean()
+            return beta - beta.mean()  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
         previous = size if t == 1.0 else math.inf
     raise ConvergenceError(f"Bradley-Terry fit did not converge in {max_iter} Newton steps")
 
@@ -252,7 +254,7 @@ def _cg(matrix: np.ndarray, rhs: np.ndarray, diagonal: np.ndarray, *, rtol: floa
     p, rz = z, float(r @ z)
     for _ in range(max_iter):
         if float(np.sqrt(r @ r)) <= limit:
-            return x
+            return x  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
         q = matrix @ p
         curvature = float(p @ q)
         if not curvature > 0:
@@ -292,7 +294,7 @@ def covariance(
         return inverse - centre / (1.0 + ridge)
     spread = counts.w2ss - 2.0 * prob * counts.w2s + prob**2 * counts.w2
     outer = np.diag(spread.sum(axis=1)) - spread
-    return inverse @ _project(outer, design) @ inverse
+    return inverse @ _project(outer, design) @ inverse  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def fisher_variances(points: np.ndarray, beta: np.ndarray, *, ridge: float) -> np.ndarray:
@@ -316,7 +318,7 @@ def fisher_variances(points: np.ndarray, beta: np.ndarray, *, ridge: float) -> n
         rhs[:, :start] = -lower[start:end, :start] @ inverse[:start, :start]
         rhs[:, start:end] = np.eye(end - start)
         inverse[start:end, :end] = np.linalg.solve(lower[start:end, start:end], rhs)
-    return (inverse * inverse).sum(axis=0) - 1.0 / (n * (1.0 + ridge))
+    return (inverse * inverse).sum(axis=0) - 1.0 / (n * (1.0 + ridge))  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def elo_scale(base: float, scale: float) -> float:
@@ -331,4 +333,4 @@ def half_widths(cov: np.ndarray, confidence: float, base: float, scale: float) -
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     variances = np.diag(cov) if cov.ndim == 2 else cov
-    return z * elo_scale(base, scale) * np.sqrt(np.clip(variances, 0, None))
+    return z * elo_scale(base, scale) * np.sqrt(np.clip(variances, 0, None))  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result

@@ -358,8 +358,8 @@ def length_excess(counts: PairCounts, lengths: Mapping[str, float]) -> dict[str,
     games, score = counts.games.astype(float), counts.wins + 0.5 * counts.ties  # score: i's points against j
     players = counts.players
     if len(known) < len(players):  # (every player has outputs, usually: no copy of the matrices then)
-        cells = np.ix_(known, known)
-        games, score, players = games[cells], score[cells], [players[i] for i in known]
+        block = np.ix_(known, known)  # not `cells`: that name holds an array below
+        games, score, players = games[block], score[block], [players[i] for i in known]
     length = np.array([lengths[p] for p in players], dtype=float)
     x = (length[:, None] - length[None, :]) / (length[:, None] + length[None, :] + 1.0)
     bins = np.rint((x + 1.0) / 2.0 * (BINS - 1)).astype(np.intp)  # x = -1 .. 1 onto 0 .. BINS-1

@@ -1,7 +1,7 @@
 """Krippendorff's alpha in judge health: each judge against the reference humans' votes, and
 judges with each other, on the pairs both judged.
 
-Why beside the agreement shares (`leaderboard.health`): a share counts matches, so a judge that
+Why beside the agreement shares (`leaderboard.judge_health`): a share counts matches, so a judge that
 says "A wins" to a crowd that mostly picks A looks good by frequency alone; alpha (nominal,
 `leaderboard.agreement`) discounts the agreement those frequencies would give by chance.
 

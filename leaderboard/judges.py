@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from .health import HUMAN_PREFIX
+from .judge_health import HUMAN_PREFIX
 
 HUMANS = "human"
 """The judge name of the pooled board of every human voter (`human/...`)."""

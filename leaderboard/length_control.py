@@ -99,7 +99,7 @@ def lc_win_rate(weights: GlmWeights, difficulty: np.ndarray, baseline: GlmWeight
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -x))
+    return np.exp(-np.logaddexp(0.0, -x))  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _cross_entropy(X: np.ndarray, y: np.ndarray, weight: np.ndarray, w: np.ndarray) -> float:

@@ -81,7 +81,7 @@ def minimize(objective: Objective, derivatives: Derivatives, start: np.ndarray, 
         if not np.all(np.isfinite(step)):
             raise ConvergenceError(f"{what} Newton step is not finite")
         if np.max(np.abs(step), initial=0.0) < tol:
-            return x - step
+            return x - step  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
         decrement = float(grad @ step)
         t, trial = 1.0, x - step
         trial_value = objective(trial)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import ctypes
 import platform
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
 
 def _list_ids(values: list[Any]) -> np.ndarray:
     """The item pointers of a CPython list, copied from its item array in one go."""
-    items = ctypes.c_void_p.from_address(id(values) + _LIST_ITEMS).value
+    # never NULL (None) for a non-empty list, the only kind read here
+    items = cast(int, ctypes.c_void_p.from_address(id(values) + _LIST_ITEMS).value)
     return np.ctypeslib.as_array((ctypes.c_ssize_t * len(values)).from_address(items)).copy()
 
 
@@ -43,7 +45,7 @@ _LIST_ITEMS = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyListObject: refcount, typ
 LIST_LAYOUT = _list_layout_known()
 
 
-def identities(values: list[Any] | np.ndarray, *, portable: bool = False) -> np.ndarray:
+def identities(values: Sequence[Any] | np.ndarray, *, portable: bool = False) -> np.ndarray:
     """`id` of every item, as machine words.
 
     In CPython an object's id is its address, and both a list and an object array hold exactly

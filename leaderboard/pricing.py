@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 CHARS_PER_TOKEN = 4
 PRICES_AS_OF = "2026-03"  # the published list prices below; verify before relying on them
@@ -106,8 +107,8 @@ def total_cost(costs: Sequence[float | None]) -> float | None:
 
 
 def priced_calls(
-    calls: Sequence[Mapping], judge: str, table: Mapping[str, Price], discount: float = 1.0
-) -> tuple[list[dict], float | None]:
+    calls: Sequence[Mapping[str, Any]], judge: str, table: Mapping[str, Price], discount: float = 1.0
+) -> tuple[list[dict[str, Any]], float | None]:
     """Call records (with `input_tokens`, `output_tokens`) each given its `cost_usd` (the list
     price times `discount`: 0.5 for calls made through a batch API), and their total (None when
     the judge has no price)."""

@@ -28,16 +28,15 @@ from .battles import (  # noqa: F401  (re-exported: the rating API speaks in the
     Columns,
     PairCounts,
     Row,
-    battle_table,
     pair_counts,
     pair_sums,
     points_matrix,
     unpack,
 )
+from .battles import battle_table as battle_table  # re-exported (`as`: explicitly, for mypy)
 from .columns import coded_points, table_of
-from .fit import (  # noqa: F401  (re-exported)
+from .fit import (
     DEFAULT_RIDGE,
-    ConvergenceError,
     Method,
     Pairs,
     covariance,
@@ -47,6 +46,7 @@ from .fit import (  # noqa: F401  (re-exported)
     fit_pairs,
     half_widths,
 )
+from .fit import ConvergenceError as ConvergenceError  # re-exported
 from .widths import KeptWidths
 
 Battles = Iterable[BattleLike] | BattleTable | Columns | PairCounts
@@ -203,7 +203,7 @@ def pair_slots(pairs: Pairs, cell: np.ndarray) -> np.ndarray:
     index = np.zeros(n * n, dtype=np.intp)
     index[pairs.i * n + pairs.j] = np.arange(len(pairs.i))
     index[pairs.j * n + pairs.i] = np.arange(len(pairs.i)) + len(pairs.i)
-    return index[cell]
+    return index[cell]  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def bootstrap_intervals(

@@ -42,7 +42,8 @@ class Reach:
         """What `as_json` wrote; None when it cannot be read (a worker of another version)."""
         try:
             data = json.loads(raw)
-            flags = [data[name] for name in ("anthropic", "anthropic_base_url", "openai")]
+            # a tuple of three, not a list: mypy then knows *flags below leaves openai_judges free
+            flags = (data["anthropic"], data["anthropic_base_url"], data["openai"])
             judges = data["openai_judges"]
             if not all(isinstance(x, bool) for x in flags) or not isinstance(judges, list):
                 return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 
-from .health import HUMAN_PREFIX
+from .judge_health import HUMAN_PREFIX
 
 WILDCARD = "*"
 SHOWN = 10  # names listed in a refusal

@@ -97,7 +97,7 @@ def _group(table: BattleTable, rng: np.random.Generator, *, rounds: int, alpha: 
         took[pairs.i[won > 0], pairs.j[won > 0]] = True
         took[pairs.j[lost > 0], pairs.i[lost > 0]] = True
         present = took.any(axis=0) | took.any(axis=1)
-        core = _majority_core(took, present)
+        core = _majority_core(took, present)  # type: ignore[arg-type]  # numpy stubs: any(axis=) may be a scalar
         if core is None:
             unbounded[r, present] = True
             continue

@@ -30,7 +30,7 @@ def bounded_contrasts(points: np.ndarray, design: np.ndarray, contrasts: np.ndar
     if free.shape[1] == 0:
         return np.ones(len(contrasts), dtype=bool)
     moved = np.abs(contrasts @ free).max(axis=1)
-    return moved <= TOL * max(1.0, float(np.abs(contrasts).max(initial=0.0)))
+    return moved <= TOL * max(1.0, float(np.abs(contrasts).max(initial=0.0)))  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def free_directions(points: np.ndarray, design: np.ndarray) -> np.ndarray:
@@ -49,7 +49,7 @@ def free_directions(points: np.ndarray, design: np.ndarray) -> np.ndarray:
     cells = np.unique(np.stack([labels[np.nonzero(above)[0]], labels[np.nonzero(above)[1]]], axis=1), axis=0)
     orders = (design[first[cells[:, 0]]] - design[first[cells[:, 1]]]) @ kept
     tight = _implicit_equalities(orders)
-    return kept @ null_space(orders[tight], kept.shape[1])
+    return kept @ null_space(orders[tight], kept.shape[1])  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def null_space(matrix: np.ndarray, columns: int) -> np.ndarray:
@@ -80,7 +80,7 @@ def _implicit_equalities(rows: np.ndarray) -> np.ndarray:
     c = np.concatenate([np.zeros(2 * q), np.ones(m)])
     s = _simplex(a, b, c)[2 * q:]
     tight[live] = s < 0.5
-    return tight
+    return tight  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 def _simplex(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -21,15 +21,16 @@ verdicts carry only who won); `ConvergenceError` from leaderboard.fit.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
-from .battles import BattleTable, battle_table
+from .battles import BattleLike, BattleTable, Columns, battle_table
 from .fit import DEFAULT_RIDGE, elo_scale, half_widths
 from .newton import minimize, spd_solve
-from .ratings import Battles, bradley_terry_intervals
+from .ratings import bradley_terry_intervals
 
 FEATURES = ("length", "headers", "lists", "bold")
 
@@ -75,15 +76,16 @@ def covariates(styles_a: Sequence[Style | None], styles_b: Sequence[Style | None
             f"{missing} of {len(styles_a)} battles have no outputs (imported verdicts carry only who won), "
             "and style control measures the outputs themselves"
         )
-    va = np.array([s.vector() for s in styles_a], dtype=float).reshape(-1, len(FEATURES))  # type: ignore[union-attr]
-    vb = np.array([s.vector() for s in styles_b], dtype=float).reshape(-1, len(FEATURES))  # type: ignore[union-attr]
+    # `missing` is 0: no style is None
+    va = np.array([s.vector() for s in cast(Sequence[Style], styles_a)], dtype=float).reshape(-1, len(FEATURES))
+    vb = np.array([s.vector() for s in cast(Sequence[Style], styles_b)], dtype=float).reshape(-1, len(FEATURES))
     return standardise((va - vb) / (va + vb + 1.0))
 
 
 def standardise(diff: np.ndarray) -> np.ndarray:
     """Columns to mean 0, sd 1 (population sd); a constant column becomes 0."""
     sd = diff.std(axis=0)
-    return (diff - diff.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    return (diff - diff.mean(axis=0)) / np.where(sd > 0, sd, 1.0)  # type: ignore[no-any-return]  # numpy stubs: Any-dtype result
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def fit_style(
 
 
 def style_control(
-    battles: Battles,
+    battles: Iterable[BattleLike] | BattleTable | Columns,  # not PairCounts: `x` is per battle
     x: np.ndarray,
     *,
     names: Sequence[str] = FEATURES,

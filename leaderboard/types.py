@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from .conversation import Turn, canonical
 
@@ -215,4 +216,4 @@ class Rating:
     losses: int
     ties: int
     matches: int
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

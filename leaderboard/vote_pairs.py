@@ -8,7 +8,7 @@ Among them the rule is:
 
 1. the fewest human votes (every `human/` judge's);
 2. among those, a pair an LLM judge has already judged: the vote then measures that judge's
-   agreement with people (`leaderboard.health`), which is what the votes are for;
+   agreement with people (`leaderboard.judge_health`), which is what the votes are for;
 3. then at random, with the `random.Random` passed in (the app holds one seeded from `secrets`;
    a test passes a seeded one); the sides are shuffled too, so the position carries nothing.
 

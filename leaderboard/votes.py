@@ -1,7 +1,7 @@
 """Human votes: a person's verdict on two answers to one question, filed as a judgement.
 
 A vote is a judgement of judge `human/<voter>` (criteria `overall`), so it feeds that judge's own
-board and is the reference judge health compares every other judge with (`leaderboard.health`).
+board and is the reference judge health compares every other judge with (`leaderboard.judge_health`).
 The rules say when a vote means something:
 
 - the two sides are different submissions answering the same question, by different players
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .health import HUMAN_PREFIX
+from .judge_health import HUMAN_PREFIX
 from .keys import content_hash
 from .types import Submission, Winner
 

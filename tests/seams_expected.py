@@ -272,7 +272,7 @@ def _moves(design: np.ndarray, took: list[tuple[int, int]], contrast: np.ndarray
 
 
 def health(spec: StoreSpec, *, turn: int | None = None) -> dict[str, dict[str, float | int | None]]:
-    """Each judge's figures by counting (leaderboard/health.py's rules, as the README states them)."""
+    """Each judge's figures by counting (leaderboard/judge_health.py's rules, as the README states them)."""
     inconsistent_judges = {v.judge for v in spec.verdicts if not v.consistent}
     mine = [v for v in spec.verdicts if turn is None or v.turn == turn]
     votes = [v for v in mine if v.judge.startswith("human/")]

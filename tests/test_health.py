@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.health import (
+from leaderboard.judge_health import (
     CallRecord,
     JudgementRecord,
     VoterAgreement,

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from leaderboard.health import CallRecord, JudgementRecord, health_report
-from leaderboard.health_tally import HealthTally
+from leaderboard.judge_health import CallRecord, JudgementRecord, health_report
+from leaderboard.judge_health_tally import HealthTally
 from leaderboard.types import Winner
 
 JUDGES = ("anthropic/a", "anthropic/b", "import/c", "human/x", "human/y")

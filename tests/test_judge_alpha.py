@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from leaderboard.agreement import krippendorff_alpha
-from leaderboard.health import JudgementRecord, health_report, human_votes, pair_verdict
-from leaderboard.health_tally import HealthTally
 from leaderboard.judge_alpha import VoteTable, human_alpha, judge_alphas
+from leaderboard.judge_health import JudgementRecord, health_report, human_votes, pair_verdict
+from leaderboard.judge_health_tally import HealthTally
 from leaderboard.types import Winner
 
 FLIP = {"A": "B", "B": "A", "TIE": "TIE"}

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from leaderboard.health import judge_health
+from leaderboard.judge_health import judge_health
 from leaderboard.types import Winner
 from service.config import Settings
 from service.store import NewSubmission, Store

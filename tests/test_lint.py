@@ -38,3 +38,11 @@ def test_a_layer_that_imports_one_above_it_breaks_the_contract(tmp_path: Path) -
 def test_ruff_finds_nothing() -> None:
     done = run("ruff", "check", "--no-cache", ".")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_pure_domain_type_checks_strictly() -> None:
+    """mypy with --strict's flags on leaderboard/ (pyproject.toml's [tool.mypy]); no cache, so a
+    stale one cannot hide an error."""
+    done = run("mypy", "--cache-dir=/dev/null", "leaderboard")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("Success"), done.stdout

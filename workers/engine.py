@@ -48,6 +48,7 @@ from redis.asyncio import Redis as AsyncRedis
 from leaderboard.types import MatchOutcome
 from service.config import Settings
 from service.store import Store, StoreUnavailable
+from service.store.queue import JUDGE_MATCH, job_queue
 
 from . import logcontext
 from .breaker import CircuitBreaker
@@ -62,12 +63,10 @@ from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
 from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (REDIS_RETRIES: named here before)
 from .unrecorded import UnrecordedCharges
-from .worker import job_queue
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-JUDGE_MATCH = "workers.jobs.judge_match"
 IO_THREADS = 8
 REDIS_CONNECTIONS = 48
 # Every Redis call of a worker process rides out an outage of about 30 s (0.1, 0.2, 0.4, 0.8,

@@ -23,10 +23,10 @@ from rq import get_current_job
 
 from service.config import Settings
 from service.store import StoreUnavailable
+from service.store.queue import JUDGE_MATCH, job_queue
 
 from . import logcontext, runtime
-from .engine import JUDGE_MATCH, Engine
-from .worker import job_queue
+from .engine import Engine
 
 log = logging.getLogger(__name__)
 

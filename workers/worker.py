@@ -6,8 +6,8 @@ twice over. So joust's queue carries its jobs as JSON (`rq.serializers.JSONSeria
 a function's dotted name and its plain arguments; loading it runs nothing), and a worker performs
 only the functions in `JOB_FUNCTIONS`: a job naming anything else is refused (failed, with the
 reason, and logged) without being imported, and a job that is not JSON at all (pickle written by
-someone else) fails to load, never runs. The service builds its queue with the same serializer
-(`service.store.queue`).
+someone else) fails to load, never runs. The job contract (serializer, queue, job functions) is
+`service.store.queue`, which the service builds its queue with.
 """
 from __future__ import annotations
 
@@ -18,35 +18,25 @@ import signal
 from multiprocessing.context import ForkProcess
 from types import FrameType
 
-from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Queue, SimpleWorker
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.job import Job
 from rq.scheduler import RQScheduler
 from rq.scheduler import run as run_scheduler
-from rq.serializers import JSONSerializer
 
 from leaderboard.reach import Reach
 from service.config import REACH_FIELD
 from service.ops.orphans import die_with_parent
+from service.store.queue import JOB_FUNCTIONS as JOB_FUNCTIONS  # re-exported: the tests read it here
+from service.store.queue import SERIALIZER
+from service.store.queue import job_queue as job_queue  # re-exported: the tests take it from here
 
 from .stopping import STOPPING
 
 log = logging.getLogger(__name__)
 
-SERIALIZER = JSONSerializer
 SCHEDULER_STOP_S = 3.0  # RQ's scheduler ends within its 1 s tick; past this it is stuck on a dead Redis
-JOB_FUNCTIONS = frozenset({
-    "workers.jobs.judge_match",
-    "workers.analysis.analyse_tie",
-    "workers.batches.drive_job",
-})
-
-
-def job_queue(redis: Redis, name: str) -> Queue:
-    """joust's queue `name`, its jobs as JSON."""
-    return Queue(name, connection=redis, serializer=SERIALIZER)
 
 
 class RefusedJob(Exception):

@@ -70,14 +70,13 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    import importlib
+    # The CLI is the composition root, the one layer that may start workers; imported here so
+    # that the other roles never load the workers' code (nor a provider's SDK).
+    from workers.process import run_worker
 
     settings = _settings(args)
     _need_redis(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    # The worker role runs the workers package's code, which the service names only by dotted
-    # path (as it names jobs), never imports.
-    run_worker = importlib.import_module("workers.process").run_worker
     return int(run_worker(settings, name=args.name, log_level=args.log_level))
 
 

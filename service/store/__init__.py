@@ -42,8 +42,8 @@ from .catalog import Catalog, OutputLength, TournamentName
 from .exports import Exports
 from .failures import FailedMatch, FailureGroup, FailureReport, Failures
 from .gauges import Gauges, JudgeTotals
-from .health import Health
 from .imports import Imports
+from .judge_health import Health
 from .judgement_lists import JudgementLists, JudgementQuery, JudgementSummary, Result, Shown, SideSummary
 from .judgements import Judgements
 from .marks import Marks, PageMark

@@ -1,6 +1,8 @@
-"""The job queue seen from the service: match ids go onto RQ by dotted path, nothing more.
+"""The job queue's contract, the one place it is spelled: the serializer, the queue, the three
+job functions by dotted name, and the service's side of it (match ids go onto RQ, nothing more).
 
-The service never imports `workers`: RQ imports `workers.jobs.judge_match` inside the worker.
+The service never imports `workers`: RQ imports `workers.jobs.judge_match` inside the worker,
+which performs only `JOB_FUNCTIONS` (`workers.worker`).
 Jobs carry only ids; the database holds everything else. Batch runs have no job per match:
 their driver (`workers.batches.drive_job`) is enqueued at most once per poll interval.
 """
@@ -23,6 +25,7 @@ SERIALIZER = JSONSerializer
 JUDGE_MATCH = "workers.jobs.judge_match"
 ANALYSE_TIE = "workers.analysis.analyse_tie"
 DRIVE_BATCHES = "workers.batches.drive_job"
+JOB_FUNCTIONS = frozenset({JUDGE_MATCH, ANALYSE_TIE, DRIVE_BATCHES})  # what a worker performs
 DRIVER_DUE = "joust:batches:due:{queue}"  # set while the last driver job is recent
 DRIVER_TIMEOUT_S = 3600  # one cycle may stream the results of 100,000 requests
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.STARTED}
@@ -30,12 +33,17 @@ STARTED_GRACE_S = 5.0
 OVERDUE_GRACE_S = 60.0  # RQ's scheduler moves due jobs every second; a minute late means it is gone
 
 
+def job_queue(redis: Redis, name: str) -> Queue:
+    """joust's queue `name`, its jobs as JSON."""
+    return Queue(name, connection=redis, serializer=SERIALIZER)
+
+
 class JobQueue:
     """Hands matches to the workers and tells whether a match's job is still alive."""
 
     def __init__(self, redis: Redis, name: str, job_timeout_s: float) -> None:
         self.redis = redis
-        self.queue = Queue(name, connection=redis, serializer=SERIALIZER)
+        self.queue = job_queue(redis, name)
         self.job_timeout_s = int(max(1, job_timeout_s))
 
     def enqueue(self, match_ids: Iterable[int]) -> dict[int, str]:

@@ -10,7 +10,7 @@ from sqlalchemy.sql import ColumnElement, Select
 
 from leaderboard.dimensions import CRITERIA as DIMENSIONS_CRITERIA
 from leaderboard.dimensions import stored_outcome
-from leaderboard.health import HUMAN_PREFIX
+from leaderboard.judge_health import HUMAN_PREFIX
 from leaderboard.judges import HUMANS, JudgeSummary
 from leaderboard.players import SideRow, StyledRow
 from leaderboard.types import Winner

@@ -1,7 +1,7 @@
 """Judge health for GET /api/judges and the pages from one running tally per app.
 
 Why: computed from scratch, judge health reads every stored judgement (seconds at a million), and
-a tournament adds judgements all the time. So the cache keeps a `leaderboard.health_tally`: each
+a tournament adds judgements all the time. So the cache keeps a `leaderboard.judge_health_tally`: each
 refresh reads only the judgements stored since the last one (`Store.health_records_since`, by
 id) and adds them; only the first reads everything. A result is keyed the way the boards are
 (`service.usecases.boards`): by the store's revision (the `resolved` counter, one indexed row; a judgement
@@ -32,9 +32,9 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from leaderboard.health import JudgeHealth, VoterAgreement
-from leaderboard.health_tally import HealthTally
 from leaderboard.judge_alpha import JudgeAlpha
+from leaderboard.judge_health import JudgeHealth, VoterAgreement
+from leaderboard.judge_health_tally import HealthTally
 from service.store import Store
 from service.usecases.refreshes import Refreshes
 

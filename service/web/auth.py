@@ -35,7 +35,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from service.store import ADMIN_NAME, WRITER, Scope, Store
-from service.web.routes.common import ApiError
+from service.web.errors import ApiError
 
 # For the OpenAPI document (the routes read the header themselves, see `caller_of`).
 bearer = HTTPBearer(auto_error=False, description="The API key `joust up` prints (or JOUST_API_KEY), or a named key.")

@@ -36,7 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from leaderboard.health import HUMAN_PREFIX
+from leaderboard.judge_health import HUMAN_PREFIX
 from leaderboard.keys import content_hash
 from leaderboard.types import PLACEHOLDER_OUTPUT, OrderPolicy
 from service.store import NewSubmission, Store
@@ -145,7 +145,7 @@ def both_orders(rows: list[BattleRow], judges: list[str]) -> list[BattleRow]:
     """A judge whose verdicts in the file include an inconsistent one (MT-Bench's `tie
     (inconsistent)`) judged every pair in both orders: its rows that state no order policy and
     show no call's position are filed with order `both`, so judge health counts its consistent
-    verdicts beside the inconsistent ones (`leaderboard.health.orders_agreed`). Only rows that
+    verdicts beside the inconsistent ones (`leaderboard.judge_health.orders_agreed`). Only rows that
     are not joust's (no `template_version`): an export's row says its order as it was stored."""
     raw = [row.template_version is None for row in rows]
     two = {name for row, name, own in zip(rows, judges, raw) if own and not row.consistent}

@@ -25,7 +25,7 @@ from fastapi import Request, Response
 from leaderboard.votes import vote_judge
 from service.store import Scope
 from service.web.auth import caller_of
-from service.web.routes.common import ApiError
+from service.web.errors import ApiError
 
 COOKIE = "joust_voter"
 COOKIE_PATH = "/vote"

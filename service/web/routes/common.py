@@ -22,6 +22,7 @@ from service.config import Settings
 from service.store import Store
 from service.store.queue import JobQueue
 from service.web.api_models import KEY_MAX, ErrorOut, unicode_problem
+from service.web.errors import ApiError as ApiError  # re-exported: the routes take it from here
 
 T = TypeVar("T")
 MAX_LISTED_ERRORS = 5
@@ -76,19 +77,6 @@ def inlined(schema: dict[str, Any]) -> dict[str, Any]:
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for error statuses, each answered `{"error": ...}`."""
     return {code: {"model": ErrorOut} for code in codes}
-
-
-class ApiError(Exception):
-    """A client error with its status and message; answered as `{"error": message, **extra}`."""
-
-    def __init__(
-        self, status: int, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = dict(headers or {})
-        self.extra = extra
 
 
 # ---- resources owned by the app's lifespan --------------------------------------------------

@@ -1,6 +1,6 @@
 """Judge health over the API: how far each judge can be trusted, beside the boards it feeds.
 
-The statistics are computed by `leaderboard.health` (their definitions are in its docstring) from
+The statistics are computed by `leaderboard.judge_health` (their definitions are in its docstring) from
 every stored judgement, so this route and the page share the app's one `JudgeHealthCache`
 (service.usecases.judge_health_cache), a running tally that reads each judgement once: this route asks it
 for `current()` figures, refreshed first when a judgement was resolved or a match failed
@@ -23,8 +23,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from leaderboard.health import JudgeHealth, VoterAgreement
 from leaderboard.judge_alpha import JudgeAlpha
+from leaderboard.judge_health import JudgeHealth, VoterAgreement
 from leaderboard.reference_humans import NotHuman, NoVotes, chosen, names_of
 from service.usecases.judge_health_cache import JudgeHealthCache
 from service.web.api_models import KEY_MAX
@@ -50,7 +50,7 @@ def get_judge_health(request: Request) -> JudgeHealthCache:
 
 
 class JudgesOut(BaseModel):
-    """Every judge with stored judgements or parse failures, by name (`leaderboard.health`'s
+    """Every judge with stored judgements or parse failures, by name (`leaderboard.judge_health`'s
     own record, served as is: a rate is null when there was nothing to count); the human
     reference set the agreement figures are measured against; the turn the figures are scoped to
     (null: every turn); how often its votes agree with each other; Krippendorff's alpha between

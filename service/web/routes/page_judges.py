@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from leaderboard.health import HUMAN_PREFIX
+from leaderboard.judge_health import HUMAN_PREFIX
 from leaderboard.reference_humans import NotHuman, NoVotes, chosen, names_of
 from service.store import Store
 from service.usecases.judge_health_cache import JudgeHealthCache

@@ -2,13 +2,13 @@
 
 Why: computing judge health from scratch reads every judgement (seconds at a million), and a
 tournament adds judgements all the time. Every figure of a judge but its human agreement is a
-share of counts summed over its records (`leaderboard.health.Counts`), so those counts are kept
+share of counts summed over its records (`leaderboard.judge_health.Counts`), so those counts are kept
 per judge and each new record is added once. Human agreement compares a judge's verdicts with
 the human votes on the same pair, and a vote may come after the verdicts it is compared with:
 so every record leaves its pair and verdict in compact arrays (13 bytes each), and the records
 on a pair some human voted on are kept whole, those before the first vote found in the arrays
 when it lands. A report then reads only the counts and the kept records, and equals
-`leaderboard.health.health_report` over every record added (tests/test_health_tally.py).
+`leaderboard.judge_health.health_report` over every record added (tests/test_health_tally.py).
 
 Krippendorff's alpha against the humans is computed from the same kept records at each
 report; alpha between judges from `leaderboard.judge_alpha.SharedPairs`, which keeps the
@@ -25,8 +25,8 @@ from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 
-from .health import Counts, HealthReport, JudgementRecord, assemble_report, is_human, pair_verdict
 from .judge_alpha import OUTCOMES, JudgeAlpha, SharedPairs
+from .judge_health import Counts, HealthReport, JudgementRecord, assemble_report, is_human, pair_verdict
 
 SPAN = 2**31  # submission ids are below it (the store's 32-bit integers): a pair is lo * SPAN + hi
 CODES = {w: code for code, w in enumerate(OUTCOMES)}

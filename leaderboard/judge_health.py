@@ -179,7 +179,7 @@ def relative(record: JudgementRecord, call: CallRecord) -> Winner | None:
 class Counts:
     """What one judge's figures are shares of, summed over its records. Each rule of the module
     docstring is applied here once, per record, so counts can be added as records land (a running
-    tally, `leaderboard.health_tally`) and give what a computation from scratch gives."""
+    tally, `leaderboard.judge_health_tally`) and give what a computation from scratch gives."""
 
     judgements: int = 0
     calls: int = 0

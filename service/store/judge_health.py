@@ -1,5 +1,5 @@
 """Read models for judge health: judgements as plain records, and the matches lost to
-unreadable verdicts, for `leaderboard.health` to turn into statistics."""
+unreadable verdicts, for `leaderboard.judge_health` to turn into statistics."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Select, func, or_, select
 
-from leaderboard.health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
+from leaderboard.judge_health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
 from leaderboard.spec import RunSpec
 from leaderboard.types import OrderPolicy, Winner
 
@@ -79,7 +79,7 @@ class Health(Database):
         the id read up to (`after_id` when none). Judgements are never changed or deleted, and
         ids are handed out in commit order (writers queue, see `base`), so reading on from the
         id read up to misses none and reads none twice: a running tally
-        (`leaderboard.health_tally`) reads only what is new. `turn`: only the judgements on that
+        (`leaderboard.judge_health_tally`) reads only what is new. `turn`: only the judgements on that
         turn of multi-turn questions."""
         query = _records_query(s.judgements.c.id, turn=turn).where(s.judgements.c.id > after_id)
         if limit is not None:
