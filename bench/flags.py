@@ -38,12 +38,11 @@ from leaderboard.flags import (
     Answer,
     SecondOpinion,
     judge_text,
-    length_excess,
-    length_flags,
     shingles,
     similarity,
     text_flags,
 )
+from leaderboard.length_flag import length_excess, length_flags
 from leaderboard.tally import Tally
 from leaderboard.types import Battle, Level, Winner
 from service.store import NewSubmission, Store

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from rq import Queue
 
 from joust import Client, Flag
-from leaderboard.flags import length_excess
+from leaderboard.length_flag import length_excess
 from leaderboard.types import Level, Submission, Winner
 from service.cli.remote_cli import _board_columns
 from tests.page_text import rows_of, settled, visible

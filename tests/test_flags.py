@@ -13,22 +13,24 @@ import pytest
 
 from leaderboard.battles import pair_counts
 from leaderboard.flags import (
-    LENGTH_MARGIN,
-    LENGTH_Z,
     SAMPLE,
-    SECOND_MIN,
     Answer,
     FlagKind,
     SecondOpinion,
     addresses_judge,
     constant_output,
     copies_question,
-    disagreement,
     judge_text,
-    length_excess,
-    length_flags,
     sample,
     text_flags,
+)
+from leaderboard.length_flag import (
+    LENGTH_MARGIN,
+    LENGTH_Z,
+    SECOND_MIN,
+    disagreement,
+    length_excess,
+    length_flags,
 )
 from leaderboard.types import Battle, Winner
 from tests.required import shared_data

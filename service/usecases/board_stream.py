@@ -54,7 +54,7 @@ class Board:
 @dataclass(frozen=True)
 class Opinions:
     """Other judges' pair counts on a board's scope and level, what its length flag is checked
-    against (`leaderboard.flags.length_flags`), and the revision each includes everything up to."""
+    against (`leaderboard.length_flag.length_flags`), and the revision each includes everything up to."""
 
     opinions: tuple[SecondOpinion, ...] = ()
     revisions: tuple[int, ...] = ()

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from leaderboard.flags import SAMPLE, Flag, bottom_k, length_flags, text_flags
+from leaderboard.flags import SAMPLE, Flag, bottom_k, text_flags
+from leaderboard.length_flag import length_flags
 from leaderboard.players import player_of
 from leaderboard.types import Level
 from service.store import OutputLength, Store
