@@ -23,7 +23,7 @@ and a board with bootstrap intervals (`bootstrapped`: it resamples the
 questions, which the tallies do not keep), computed once per revision with a fixed seed. A
 board rated by Davidson's tie model (`tied`) is refitted from the plain board's pair counts,
 once per revision. `second_opinions` hands the gaming flags the pair counts of the other judges
-on a board's scope (`leaderboard.flags.length_flags` needs a second judge), from their streams
+on a board's scope (`leaderboard.length_flag.length_flags` needs a second judge), from their streams
 without a fit.
 
 Judge health, for the page and GET /api/judges, is cached apart: `service.usecases.judge_health_cache`.
