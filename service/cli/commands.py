@@ -54,7 +54,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.ops import heap
-    from service.ops.processes import ensure_api_key
+    from service.ops.data_dir import ensure_api_key
     from service.web.app import create_app
 
     settings = _settings(args)

