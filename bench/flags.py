@@ -195,8 +195,9 @@ def board_bench(judgements: int = 200_000) -> None:
     from service.usecases.boards import BoardCache
     from service.usecases.revisioned import Lru
     from service.web.api_models import By
+    from service.web.routes.board_out import Control, Intervals
     from service.web.routes.board_ties import TieModel
-    from service.web.routes.leaderboard import Control, Intervals, get_leaderboard
+    from service.web.routes.leaderboard import get_leaderboard
 
     other = "bench/other"
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,7 +8,8 @@ Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
 - 400 malformed JSON or an empty body; 401 no Bearer key (with `WWW-Authenticate: Bearer`);
   403 wrong key; 404 unknown id or route (`store.NotFound`); 405 wrong method;
   409 same key, different content (`store.Conflict`); 413 body over `max_body_bytes` or a batch
-  over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`.
+  over `max_batch`; 422 invalid fields, with `details: [{"path", "message"}]`; a use case's
+  error (`usecases.errors.UseCaseError`) with the status `web.errors.from_use_case` gives its kind.
 - 503 the database does not answer (`store.StoreUnavailable`: stopped, restarting, unreachable),
   with `Retry-After`: the request was fine, and may be sent again once the database is back.
 - 507 a part is out of space (`store.StoreFull`: the database's disk is full; or Redis refused
@@ -55,10 +56,12 @@ from service.ops.metrics import HttpMetrics, JoustCollector, Metrics, TimedBoard
 from service.store import Conflict, NotFound, Store, StoreFull, StoreUnavailable, redis_full_reason
 from service.store.queue import JobQueue
 from service.usecases.boards import BoardCache
+from service.usecases.errors import UseCaseError
 from service.usecases.flag_cache import FlagCache
 from service.usecases.judge_health_cache import JudgeHealthCache
 from service.web.api_models import check_judge_spec
 from service.web.auth import private_reads
+from service.web.errors import from_use_case
 from service.web.routes import (
     docs,
     health,
@@ -203,6 +206,8 @@ async def _never() -> Message:  # JSONResponse never reads the request
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, UseCaseError):  # a use case's error: answered as the ApiError it maps to
+        exc = from_use_case(exc)
     assert isinstance(exc, ApiError)
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status, headers=exc.headers)
 
@@ -376,6 +381,7 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # 413s of BodyLimit get the headers too
     app.add_middleware(RequestId)  # outermost: every line logged for a request carries its id
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(UseCaseError, _api_error)
     app.add_exception_handler(Conflict, _conflict)
     app.add_exception_handler(NotFound, _not_found)
     app.add_exception_handler(StoreUnavailable, _database_down)

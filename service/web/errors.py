@@ -1,11 +1,18 @@
 """The web layer's one error: a client error with its HTTP status, which the app answers as
 `{"error": message, **extra}` (`service.web.app`). The routes, the pages' voter and the keys'
 checks (`service.web.auth`) raise it; kept apart from the routes so that modules beside them
-need not import a route module for it."""
+need not import a route module for it. A use case's error (`service.usecases.errors`) is
+answered as the ApiError `from_use_case` maps it to (`service.web.app`'s handler)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from service.usecases.errors import Kind, UseCaseError
+
+# What each kind of use-case error is over HTTP: both are the client's request, well-formed but
+# not answerable (the request itself, or the data it asks about).
+STATUS_OF_KIND: dict[Kind, int] = {"invalid": 422, "unavailable": 422}
 
 
 class ApiError(Exception):
@@ -19,3 +26,8 @@ class ApiError(Exception):
         self.message = message
         self.headers = dict(headers or {})
         self.extra = extra
+
+
+def from_use_case(exc: UseCaseError) -> ApiError:
+    """A use case's error as the API answers it: the status of its kind, its message."""
+    return ApiError(STATUS_OF_KIND[exc.kind], exc.message)

@@ -1,8 +1,8 @@
 """`GET /api/leaderboard?ties=`: how a board counts a tie, and the Davidson board's tie parameter.
 
-Kept beside the leaderboard route rather than in it: the option's vocabulary, its response
-fields and the one call that swaps a plain board for its Davidson refit (`BoardCache.tied`,
-cached per revision). What it is not combined with, and why, is the route's to say.
+Kept beside the leaderboard route rather than in it: the option's vocabulary and its response
+fields. The Davidson refit itself (`BoardCache.tied`, cached per revision), what it is not
+combined with and why, are the use case's: `service.usecases.board_variants`.
 """
 from __future__ import annotations
 
@@ -12,11 +12,8 @@ from typing import Annotated
 from fastapi import Query
 from pydantic import BaseModel
 
-from leaderboard.board_slice import WHOLE, BoardSlice
 from leaderboard.tie_board import TieParameter
-from service.usecases.boards import Board, BoardCache
 from service.web.api_models import Vocabulary
-from service.web.routes.common import ApiError
 
 
 class TieModel(Vocabulary):
@@ -54,17 +51,3 @@ def tie_out(parameter: TieParameter) -> TieParameterOut:
                            ci_high=_finite(parameter.high),
                            tie_probability_equal=_finite(parameter.tie_probability_equal))
 
-
-def davidson_board(
-    boards: BoardCache, plain: Board, *, judge: str | None, tournament: int | None, dimension: str | None,
-    part: BoardSlice = WHOLE,
-) -> tuple[Board, list[TieParameterOut]]:
-    """The Davidson refit of `plain` (one judge's board) and each component's tie parameter; an
-    empty board (no judge with verdicts) stays as it is. 422 when the fit cannot count the
-    battles (weighted ones)."""
-    if judge is None:
-        return plain, []
-    tied = boards.tied(plain, judge=judge, tournament_id=tournament, dimension=dimension, part=part)
-    if tied.unavailable is not None:
-        raise ApiError(422, f"ties=davidson: {tied.unavailable}")
-    return tied.board, [tie_out(p) for p in tied.tie_parameters]

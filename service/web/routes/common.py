@@ -21,7 +21,8 @@ from redis import Redis
 from service.config import Settings
 from service.store import Store
 from service.store.queue import JobQueue
-from service.web.api_models import KEY_MAX, ErrorOut, unicode_problem
+from service.web.api_models import KEY_MAX, unicode_problem
+from service.web.api_responses import ErrorOut
 from service.web.errors import ApiError as ApiError  # re-exported: the routes take it from here
 
 T = TypeVar("T")

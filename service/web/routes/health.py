@@ -20,7 +20,7 @@ from redis.retry import Retry
 
 from service.config import Settings
 from service.store import Shortage, Store, StoreFull, database_shortage, redis_shortage
-from service.web.api_models import HealthOut
+from service.web.api_responses import HealthOut
 from service.web.routes.common import get_settings, get_store
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ from redis.exceptions import RedisError
 from service.store import JudgementQuery, JudgementSummary, Shown, Store
 from service.store.queue import JobQueue
 from service.usecases.boards import BoardCache
-from service.web.api_models import JUDGE_PROVIDERS, AnalysisQueued, By, JudgementFilter
+from service.web.api_models import JUDGE_PROVIDERS, By, JudgementFilter
+from service.web.api_responses import AnalysisQueued
 from service.web.api_views import JudgementOut, JudgementRow
 from service.web.auth import require_run
 from service.web.routes.common import ID_MAX, ApiError, FilterText, TournamentFilter, error_responses, get_queue, get_store, id_path

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from leaderboard.types import Level
 from service.store import Store
 from service.web.api_models import By, Criteria
+from service.web.routes.board_out import finite
 from service.web.routes.common import FilterText, error_responses, get_store
-from service.web.routes.leaderboard import finite
 
 router = APIRouter(prefix="/api/scores", tags=["scores"], responses=error_responses(422))
 

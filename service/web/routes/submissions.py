@@ -16,13 +16,8 @@ from leaderboard.conversation import assistant_text, turns_of
 from leaderboard.keys import default_question_id
 from service.config import Settings
 from service.store import NewSubmission, ReferenceMismatch, Store
-from service.web.api_models import (
-    SubmissionIn,
-    SubmissionOut,
-    SubmissionRef,
-    SubmissionsCreated,
-    SubmissionsOut,
-)
+from service.web.api_models import SubmissionIn
+from service.web.api_responses import SubmissionOut, SubmissionRef, SubmissionsCreated, SubmissionsOut
 from service.web.auth import require_submit
 from service.web.routes.common import (
     ApiError,

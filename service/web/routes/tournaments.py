@@ -36,12 +36,8 @@ from service.ops.liveness import worker_reaches
 from service.store import RetryRefused, Store
 from service.store.queue import JobQueue
 from service.usecases import rounds, tournaments
-from service.web.api_models import (
-    DryRunOut,
-    TournamentCreated,
-    TournamentIn,
-    TournamentRetried,
-)
+from service.web.api_models import TournamentIn
+from service.web.api_responses import DryRunOut, TournamentCreated, TournamentRetried
 from service.web.api_views import (
     TournamentCancelled,
     TournamentJudgement,

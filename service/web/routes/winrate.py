@@ -20,9 +20,10 @@ from leaderboard.baseline_board import BaselineRow, against_baseline, players_at
 from service.usecases.boards import BoardCache
 from service.usecases.revisioned import Lru
 from service.web.api_models import By
+from service.web.routes.board_out import finite
 from service.web.routes.common import KEY_MAX, NO_NUL, ApiError, TournamentFilter, error_responses
 from service.web.routes.judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
-from service.web.routes.leaderboard import ByLevel, JudgeFilter, finite, get_boards
+from service.web.routes.leaderboard import ByLevel, JudgeFilter, get_boards
 
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
