@@ -11,9 +11,7 @@ sleep `wait` uses are passed in, so a test can run a wait without waiting.
 """
 from __future__ import annotations
 
-import functools
 import json
-import ssl
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +24,7 @@ from .errors import JoustError, Unreachable, WaitTimeout, error_for
 from .humans import Humans, packed
 from .progress import Bar, Progress
 from .types import DryRun, Judgement, Submission, SubmissionRef, Tournament, Verdict, Vote
+from .wire import as_list, json_default, tls
 
 # pandas and numpy (.frames) are imported by the calls that use them: `import joust` stays light for the CLI.
 if TYPE_CHECKING:
@@ -50,37 +49,11 @@ def tournament_id(tournament: TournamentRef) -> int:
                     + (" (a dry run creates no tournament)" if isinstance(tournament, DryRun) else ""))
 
 
-def _tls(url: str) -> ssl.SSLContext:
-    """The TLS context of a client of `url`. Reading the CA bundle takes about 20 ms, which every
-    command of the CLI would pay: an https URL gets the default context (httpx's: certifi's CAs, or
-    SSL_CERT_FILE / SSL_CERT_DIR), built once per process; a plain http URL one that trusts no CA, so
-    that it would refuse, never skip, verification if TLS were ever asked of it."""
-    return _default_tls() if url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-@functools.cache
-def _default_tls() -> ssl.SSLContext:
-    return httpx.create_ssl_context()
-
-
 def _frames() -> Any:
     """joust.frames, imported on first use: it needs pandas, which `import joust` does not load."""
     from . import frames
 
     return frames
-
-
-def _json_default(value: Any) -> Any:
-    """numpy scalars (a DataFrame's cells) as plain numbers; anything else is not JSON."""
-    numpy = sys.modules.get("numpy")  # a numpy scalar comes from a numpy already imported
-    if numpy is not None and isinstance(value, numpy.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _as_list(values: Iterable[str] | str | None) -> Any:
-    """A filter as a JSON list; a lone string is passed as it is, for the API to refuse by name."""
-    return values if values is None or isinstance(values, str) else list(values)
 
 
 class Client:
@@ -114,7 +87,7 @@ class Client:
         self.batch_size, self.batch_bytes, self.page_size = batch_size, batch_bytes, page_size
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owned = http is None
-        self._http = http if http is not None else httpx.Client(timeout=timeout, verify=_tls(self.url))
+        self._http = http if http is not None else httpx.Client(timeout=timeout, verify=tls(self.url))
         self._clock, self._sleep = clock, sleep
 
     def __repr__(self) -> str:
@@ -138,7 +111,7 @@ class Client:
         """Send one request; its JSON answer, or the JoustError for an error answer."""
         headers = dict(self._headers)
         if body is not None:
-            content = json.dumps(body, ensure_ascii=False, default=_json_default).encode("utf-8")
+            content = json.dumps(body, ensure_ascii=False, default=json_default).encode("utf-8")
         if content is not None:
             headers["Content-Type"] = "application/json"
         query = {k: v for k, v in (params or {}).items() if v is not None}
@@ -197,7 +170,7 @@ class Client:
         records = _frames().records_of(rows, metadata)
         if reference is not None:
             records = [{"reference": reference, **r} for r in records]
-        encoded = [json.dumps(r, ensure_ascii=False, default=_json_default).encode("utf-8") for r in records]
+        encoded = [json.dumps(r, ensure_ascii=False, default=json_default).encode("utf-8") for r in records]
         refs: list[SubmissionRef] = []
         size, start = self.batch_size, 0
         while start < len(records):
@@ -273,12 +246,12 @@ class Client:
         "majority" or "separate", `panel` its name)."""
         body = {
             "name": name, "mode": mode, "judge": judge, "order": order, "criteria": criteria,
-            "models": _as_list(models), "scenarios": _as_list(scenarios), "questions": _as_list(questions),
+            "models": as_list(models), "scenarios": as_list(scenarios), "questions": as_list(questions),
             "opponents": opponents, "seed": seed, "budget": budget, "rpm": rpm, "tpm": tpm, "delivery": delivery,
             "schedule": schedule, "level": level, "round_size": round_size, "max_calls": max_calls,
-            "target_ci_width": target_ci_width, "anchors": _as_list(anchors),
+            "target_ci_width": target_ci_width, "anchors": as_list(anchors),
             "reference_model": reference_model, "reference_scenario": reference_scenario,
-            "judges": _as_list(judges), "aggregation": aggregation, "panel": panel,
+            "judges": as_list(judges), "aggregation": aggregation, "panel": panel,
         }
         body = {k: v for k, v in body.items() if v is not None}
         if dry_run:

@@ -35,25 +35,23 @@ import contextvars
 import logging
 import random
 import threading
-import time
 from collections import Counter
 from collections.abc import Coroutine
-from datetime import timedelta
 from typing import Any, TypeVar
-
-from redis import Redis
-from redis.asyncio import BlockingConnectionPool
-from redis.asyncio import Redis as AsyncRedis
 
 from leaderboard.types import MatchOutcome
 from service.config import Settings
 from service.store import Store, StoreUnavailable
-from service.store.queue import JUDGE_MATCH, job_queue
+from service.store.queue import JUDGE_MATCH as JUDGE_MATCH  # named here before (tests import it)
+from service.store.queue import job_queue
 
 from . import logcontext
 from .breaker import CircuitBreaker
 from .budget import Meter, SpendBook
 from .callstats import CallStats
+from .connections import async_clients, connect
+from .dispatch import OVERDUE_S as OVERDUE_S  # named here before (tests import it)
+from .dispatch import enqueue, move_overdue
 from .gate import Gate, GatedJudge, overload_of
 from .judge import Judge
 from .leases import Leases
@@ -61,28 +59,13 @@ from .match import Deps, judge_one
 from .outage import DatabaseWatch
 from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
-from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (REDIS_RETRIES: named here before)
+from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (both named here before)
 from .unrecorded import UnrecordedCharges
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 IO_THREADS = 8
-REDIS_CONNECTIONS = 48
-# Every Redis call of a worker process rides out an outage of about 30 s (0.1, 0.2, 0.4, 0.8,
-# then 1 s between tries): a restarted Redis (`joust up` brings its own back within a second or
-# two, a container takes a few) is waited for instead of failing the matches in flight, whose
-# calls are paid already. redis-py's asyncio pools retry nothing by default. A worker told to
-# stop gives up after `workers.stopping.GIVE_UP_AFTER_S`: its Redis may be gone for good.
-REDIS_CONNECT_TIMEOUT_S = 5.0
-# RQ's scheduler moves a delayed job onto the queue within a second of its time; one this late
-# waits on a scheduler that is not running, and the reaper moves it (`Engine.move_overdue`).
-OVERDUE_S = 5.0
-
-
-def connect(url: str) -> Redis:
-    """A blocking client that reconnects through a Redis outage instead of failing."""
-    return Redis.from_url(url, retry=redis_retry(), socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S)
 
 
 class Engine:
@@ -112,17 +95,8 @@ class Engine:
 
     async def _build(self) -> Deps:
         aredis = lease_redis = None
-        if self.settings.redis_url:
-            # A bounded pool that makes a caller wait for a connection rather than fail: every
-            # call in flight touches Redis (rate limit, budget) and the default pool raises past 100.
-            riding = {"retry": redis_retry(asynchronous=True), "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S}
-            pool = BlockingConnectionPool.from_url(self.settings.redis_url, max_connections=REDIS_CONNECTIONS,
-                                                   timeout=60, **riding)
-            aredis = AsyncRedis(connection_pool=pool)
-            # The leases and claims get connections of their own: a renewal must never queue
-            # behind the calls in flight, or a busy worker would let its claims lapse.
-            lease_redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(
-                self.settings.redis_url, max_connections=8, timeout=60, **riding))
+        if self.settings.redis_url:  # pools of their own (`workers.connections.async_clients`)
+            aredis, lease_redis = async_clients(self.settings.redis_url)
         self._slots = asyncio.Semaphore(self.settings.matches_in_flight)
         self.charges = UnrecordedCharges(aredis, self.store, self.io_once) if aredis is not None else None
         self.database = DatabaseWatch(lambda: self.io_once(self.store.ping), on_back=self._caught_up,
@@ -175,17 +149,7 @@ class Engine:
 
     def _enqueue(self, match_ids: list[int], delay_s: float, why: str) -> dict[int, str]:
         assert self.queue is not None
-        jobs: dict[int, str] = {}
-        timeout = int(max(1, self.settings.match_timeout_s / 2))
-        for match_id in match_ids:
-            description = f"judge match {match_id} ({why})"
-            if delay_s > 0:
-                job = self.queue.enqueue_in(timedelta(seconds=delay_s), JUDGE_MATCH, match_id,
-                                            job_timeout=timeout, description=description)
-            else:
-                job = self.queue.enqueue(JUDGE_MATCH, match_id, job_timeout=timeout, description=description)
-            jobs[match_id] = job.id
-        return jobs
+        return enqueue(self.queue, match_ids, delay_s, why, self.settings.match_timeout_s)
 
     async def _heartbeat(self, deps: Deps) -> None:
         """Renew this process's leases and claims, three times per ttl. Nothing else runs in
@@ -226,14 +190,7 @@ class Engine:
         that worker is killed nobody moved them for minutes. One taker per job: the one whose
         ZREM removes it from the schedule enqueues it."""
         assert self.queue is not None and self.redis is not None
-        registry = self.queue.scheduled_job_registry
-        moved = []
-        for job_id in registry.get_jobs_to_schedule(int(time.time() - OVERDUE_S)):
-            if self.redis.zrem(registry.key, job_id):
-                job = self.queue.fetch_job(job_id)
-                if job is not None:
-                    self.queue.enqueue_job(job)
-                    moved.append(job_id)
+        moved = move_overdue(self.queue, self.redis)
         if moved:
             log.warning("put %d overdue delayed jobs on the queue (RQ's scheduler is not running)", len(moved))
         return moved

@@ -31,7 +31,7 @@ from service.config import Settings
 from service.store import redis_full_reason
 
 from . import logcontext, runtime
-from .engine import connect
+from .connections import connect
 from .redis_full import refusal, wait_until_writable
 from .stopping import STOPPING
 from .worker import JoustWorker, job_queue

@@ -23,7 +23,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 T = TypeVar("T")
-# 0.1, 0.2, 0.4, 0.8, then 1 s between tries: about 30 s in all (see workers.engine).
+# 0.1, 0.2, 0.4, 0.8, then 1 s between tries: about 30 s in all (see workers.connections).
 REDIS_RETRIES = 34
 GIVE_UP_AFTER_S = 2.0  # a stopping worker still rides out a Redis restart this short
 

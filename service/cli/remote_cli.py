@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -30,6 +30,7 @@ from joust.files import CONVERSATIONS as FILE_CONVERSATIONS
 from joust.files import FORMATS as FILE_FORMATS
 from joust.files import FileError, read_submissions
 from joust.types import DryRun, Tournament
+from service.cli.formats import OUTPUTS, as_json, plain, write_frame
 from service.config import Settings
 from service.ops.processes import API_KEY_FILE
 
@@ -47,7 +48,6 @@ LIST_COLUMNS = ["id", "name", "status", "mode", "judge", "matches_total", "match
 EFFECT_COLUMNS = ["component", "kind", "name", "effect", "ci_low", "ci_high", "bounded"]
 JUDGEMENT_COLUMNS = ["id", "outcome", "result", "consistent", "a_model", "a_scenario", "b_model", "b_scenario",
                      "question_id", "created_at"]
-OUTPUTS = ("table", "csv", "json")
 
 SubParsers = argparse._SubParsersAction  # type: ignore[type-arg]
 
@@ -107,21 +107,6 @@ def _run(command: Callable[[Client, argparse.Namespace], int]) -> Callable[[argp
     return run
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _plain(value: Tournament | DryRun) -> dict[str, Any]:
-    """A client value as the API's JSON had it: its fields, then what it kept in `extra`."""
-    fields = asdict(value)
-    extra = fields.pop("extra", {})
-    if isinstance(value, Tournament):
-        fields["status"] = value.status.value
-        fields["runs"] = list(value.runs)
-        fields.pop("queued")
-    return {**fields, **extra}
-
-
 def _progress(args: argparse.Namespace) -> TextIO | None:
     """Where to draw a bar: stderr when asked (--progress) or when it is a terminal."""
     wanted = args.progress if args.progress is not None else sys.stderr.isatty()
@@ -141,33 +126,33 @@ def cmd_create(client: Client, args: argparse.Namespace) -> int:
         reference_scenario=args.reference_scenario, judges=args.judges, aggregation=args.aggregation,
         panel=args.panel, dry_run=args.dry_run)
     if isinstance(made, DryRun):
-        print(_json(_plain(made)))
+        print(as_json(plain(made)))
         return 0
-    print(_json({"id": made.id, "status": made.status.value, "matches_total": made.matches_total,
-                 "queued": made.queued}), flush=True)
+    print(as_json({"id": made.id, "status": made.status.value, "matches_total": made.matches_total,
+                   "queued": made.queued}), flush=True)
     return _follow(client, made.id, args) if args.follow else 0
 
 
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
     import pandas as pd
 
-    rows = [_plain(t) for t in client.tournaments()]
+    rows = [plain(t) for t in client.tournaments()]
     frame = pd.DataFrame.from_records(rows, columns=LIST_COLUMNS)
     frame["created_at"] = pd.to_datetime(frame["created_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%S")
-    _write_frame(frame, args.format, empty="no tournaments")
+    write_frame(frame, args.format, empty="no tournaments")
     return 0
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
-    print(json.dumps(_plain(client.status(args.id)), ensure_ascii=False, indent=2, default=str))
+    print(json.dumps(plain(client.status(args.id)), ensure_ascii=False, indent=2, default=str))
     return 0
 
 
 def cmd_cancel(client: Client, args: argparse.Namespace) -> int:
     run = client.cancel(args.id)
     stopped = run.extra.get("stopped") or {}
-    print(_json({"id": run.id, "status": run.status.value, "matches_done": run.matches_done,
-                 "matches_cancelled": run.matches_cancelled, "stopped": stopped}))
+    print(as_json({"id": run.id, "status": run.status.value, "matches_done": run.matches_done,
+                   "matches_cancelled": run.matches_cancelled, "stopped": stopped}))
     print(f"joust tournament cancel: tournament {run.id}: {_stopped_words(run, stopped)}", file=sys.stderr)
     return 0
 
@@ -184,7 +169,7 @@ def _stopped_words(run: Tournament, stopped: dict[str, Any]) -> str:
 
 def cmd_retry(client: Client, args: argparse.Namespace) -> int:
     run = client.retry(args.id)
-    print(_json({"id": run.id, "status": run.status.value, "retried": run.extra.get("retried")}), flush=True)
+    print(as_json({"id": run.id, "status": run.status.value, "retried": run.extra.get("retried")}), flush=True)
     return _follow(client, run.id, args) if args.follow else 0
 
 
@@ -198,7 +183,7 @@ def _follow(client: Client, tid: int, args: argparse.Namespace) -> int:
     print(f"tournament {tid}: {final.status.value}" + (f" ({final.stopped_reason})" if final.stopped_reason else ""),
           file=sys.stderr)
     board = client.leaderboard(args.by, tournament=tid)
-    _write_frame(_board_columns(board), args.format, empty="no judgements on this board")
+    write_frame(_board_columns(board), args.format, empty="no judgements on this board")
     return 0 if final.status.value == "done" else 1
 
 
@@ -219,7 +204,7 @@ def cmd_submit(client: Client, args: argparse.Namespace) -> int:
 def cmd_board(client: Client, args: argparse.Namespace) -> int:
     board = client.leaderboard(args.by, judge=args.judge, tournament=args.tournament, dimension=args.dimension,
                                ties=args.ties, turn=args.turn, votes=args.votes, intervals=args.intervals)
-    _write_frame(_board_columns(board), args.format, empty="no judgements on this board")
+    write_frame(_board_columns(board), args.format, empty="no judgements on this board")
     if "ci_missing" in board.columns and board["ci_missing"].notna().any():  # stdout holds only the board
         print("no interval (-): " + ", ".join(f"{p} {why}" for p, why in zip(board.player, board.ci_missing) if why),
               file=sys.stderr)
@@ -235,7 +220,7 @@ def cmd_effects(client: Client, args: argparse.Namespace) -> int:
     found = client.effects(judge=args.judge, tournament=args.tournament, turn=args.turn, votes=args.votes)
     if found.attrs.get("judge") is not None:  # stdout holds only the effects, which compare within a component
         print(f"judge {found.attrs['judge']} ({found.attrs['judge_chosen_by']})", file=sys.stderr)
-    _write_frame(found[EFFECT_COLUMNS], args.format, empty="no effects: no group holds two models or two scenarios")
+    write_frame(found[EFFECT_COLUMNS], args.format, empty="no effects: no group holds two models or two scenarios")
     return 0
 
 
@@ -251,7 +236,7 @@ def cmd_judgements(client: Client, args: argparse.Namespace) -> int:
         created_at=found["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S"))
     if found.attrs.get("judge") is not None:
         print(f"judge {found.attrs['judge']} ({found.attrs['judge_chosen_by']}), newest first", file=sys.stderr)
-    _write_frame(frame, args.format, empty="no judgements")
+    write_frame(frame, args.format, empty="no judgements")
     return 0
 
 
@@ -261,30 +246,6 @@ def _board_columns(board: pd.DataFrame) -> pd.DataFrame:
     if "flags" in shown.columns:
         shown["flags"] = [",".join(f.kind for f in flags) for flags in shown["flags"]]
     return shown
-
-
-def _write_frame(frame: pd.DataFrame, fmt: str, *, empty: str) -> None:
-    """A frame on stdout: an aligned table (one decimal for ratings), CSV, or a JSON array."""
-    if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False)
-    elif fmt == "json":  # each number exactly as the API sent it (pandas' to_json keeps 15 digits)
-        print(json.dumps([{k: _cell(v) for k, v in row.items()} for row in frame.to_dict("records")],
-                         ensure_ascii=False, default=str))
-    elif frame.empty:
-        print(empty, file=sys.stderr)
-    else:
-        print(frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.1f}"))
-
-
-def _cell(value: Any) -> Any:
-    """A frame's cell as JSON carries it: None for NaN, NA and NaT; numpy scalars as Python's."""
-    import pandas as pd
-
-    if isinstance(value, (list, tuple, dict)):
-        return value
-    if pd.isna(value):
-        return None
-    return value.item() if hasattr(value, "item") and not isinstance(value, pd.Timestamp) else value
 
 
 # ---- the parsers ----------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """`joust judges`: judge health from a running joust (GET /api/judges through `joust.Client`), the
 companion of `joust board`: one row per judge, measured against the reference voters `--humans`
 names (names or patterns such as 'human/expert_*', repeated or comma-separated: a panel of any
-size), over one `--turn` when given. Kept apart from `service.cli.remote_cli`, whose runner, server
-options and output formats it shares, so each module stays one screenful of commands.
+size), over one `--turn` when given. Kept apart from `service.cli.remote_cli`, whose runner and server
+options it shares (and the output formats of `service.cli.formats`), so each module stays one
+screenful of commands.
 
 stdout holds only the table; stderr says which reference voters it was measured against.
 """
@@ -12,7 +13,8 @@ import argparse
 import sys
 
 from joust import Client
-from service.cli.remote_cli import OUTPUTS, SubParsers, _positive, _remote_options, _run, _write_frame
+from service.cli.formats import OUTPUTS, write_frame
+from service.cli.remote_cli import SubParsers, _positive, _remote_options, _run
 
 COLUMNS = ["judge", "calls", "judgements", "consistency", "first_position_win_rate", "tie_rate", "parse_failure_rate",
            "longer_wins_rate", "human_agreement", "human_votes", "human_agreement_decided", "human_decided_votes",
@@ -30,7 +32,7 @@ def cmd_judges(client: Client, args: argparse.Namespace) -> int:
     if args.format == "table" and not shown.empty:  # rates need three decimals, not a rating's one
         print(shown.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.3f}"))
     else:
-        _write_frame(shown, args.format, empty="no judges")
+        write_frame(shown, args.format, empty="no judges")
     return 0
 
 
