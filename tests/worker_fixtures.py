@@ -124,6 +124,37 @@ def _engine_busy() -> bool:
     return found is not None and found.in_flight() > 0
 
 
+def _awaiting(coro: object) -> list[str]:
+    """Where a suspended coroutine is, down the chain of what each level awaits."""
+    found = []
+    while coro is not None and len(found) < 30:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            found.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return found
+
+
+def engine_state() -> str:
+    """What this process's engine holds, for a failure's message: the matches in flight with
+    where each task is, and the jobs deferred until one ends. Read on the engine's loop, so a
+    loop that does not answer within 5 s is itself the finding."""
+    found = runtime._engine
+    if found is None:
+        return "no engine in this process"
+
+    async def read() -> str:
+        lines = [f"in flight {sorted(found._running)}, deferred {sorted(found._again)}"]
+        for match_id, task in sorted(found._running.items()):
+            lines.append(f"match {match_id} awaits: " + " -> ".join(_awaiting(task.get_coro())))
+        return "\n".join(lines)
+
+    try:
+        return found.run(read(), timeout=5)
+    except Exception as exc:  # noqa: BLE001 - a diagnosis must not hide the failure it explains
+        return f"the engine's loop did not answer: {exc!r}"
+
+
 def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 90.0,
                failure: Callable[[], str] = lambda: "the work did not finish") -> None:
     """Run burst workers (with RQ's scheduler, for retries) until `done()`, for at most
@@ -155,7 +186,7 @@ def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 
 def work(settings: Settings, store: Store, tid: int, timeout_s: float = 90.0) -> dict:
     """Run burst workers until the tournament has no active match (bounded); its view."""
     work_until(settings, lambda: store.get_tournament(tid)["matches_pending"] == 0, timeout_s,
-               lambda: f"tournament {tid} did not finish: {store.get_tournament(tid)}")
+               lambda: f"tournament {tid} did not finish: {store.get_tournament(tid)}; engine: {engine_state()}")
     return store.get_tournament(tid)
 
 
