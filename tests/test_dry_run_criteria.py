@@ -206,6 +206,7 @@ def submit_summaries(db: Store, question_id: str, models: dict[str, str], *, sou
 FOUR = {**SUMMARIES, "wordy": "In short:\n" + SUMMARIES["partial"]}
 
 
+@pytest.mark.xdist_group("minilm_encoder")  # the model loads once, in the process that runs its tests
 def test_a_factsim_dry_run_counts_one_extraction_per_text(
     client: TestClient, env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:
@@ -220,6 +221,7 @@ def test_a_factsim_dry_run_counts_one_extraction_per_text(
     assert (got["matches"], got["cached"], got["calls"]) == (10, 6, 1)
 
 
+@pytest.mark.xdist_group("minilm_encoder")  # the model loads once, in the process that runs its tests
 def test_a_factsim_dry_run_follows_sources_across_questions_and_counts_failing_pairs_free(
     client: TestClient, env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:
@@ -243,6 +245,7 @@ def test_a_factsim_dry_run_follows_sources_across_questions_and_counts_failing_p
     assert got["estimated_cost_usd"] == pytest.approx(billed(fake), rel=0.1)
 
 
+@pytest.mark.xdist_group("minilm_encoder")  # the model loads once, in the process that runs its tests
 def test_a_sampled_factsim_dry_run_predicts_sources_extracted_again(
     client: TestClient, env: Settings, db: Store, fake: FakeAnthropic
 ) -> None:

@@ -95,6 +95,7 @@ def test_a_compqa_match_failing_after_one_score_charges_it_and_keeps_the_score(
     assert again["matches_done"] == 1 and fake.replies == paid + 1
 
 
+@pytest.mark.xdist_group("minilm_encoder")  # the model loads once, in the process that runs its tests
 def test_a_factsim_match_failing_after_its_extractions_charges_them(
     db: Store, env: Settings, fake: FakeAnthropic
 ) -> None:
