@@ -11,7 +11,7 @@ e.g. "submissions[2].model: field required".
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Path, Query, Request
@@ -201,10 +201,28 @@ def describe_errors(errors: Sequence[Mapping[str, Any]], root: str = "") -> tupl
     return "; ".join(parts), details
 
 
-def validate(adapter: TypeAdapter[T], data: Any, root: str = "") -> T:
-    """Validate parsed JSON; 422 with every problem named by its path."""
+def validate(adapter: TypeAdapter[T], data: Any, root: str = "",
+             where: Callable[[tuple[Any, ...]], tuple[Any, ...]] = tuple) -> T:
+    """Validate parsed JSON; 422 with every problem named by its path (`where` rewrites each
+    problem's location first: a union's tags left out, say)."""
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
-        message, details = describe_errors(exc.errors(include_url=False), root)
+        errors = [{**e, "loc": where(e["loc"])} for e in exc.errors(include_url=False)]
+        message, details = describe_errors(errors, root)
         raise ApiError(422, message, details=details) from None
+
+
+def parse_batch(body: Any, one: TypeAdapter[T], many: TypeAdapter[list[T]], *, what: str, max_batch: int,
+                root: str, where: Callable[[tuple[Any, ...]], tuple[Any, ...]] = tuple) -> tuple[list[T], str]:
+    """A body of one `what` object or a non-empty array of at most `max_batch` of them, each
+    validated; and the root of its problems' paths ("" for one object, `root` for an array)."""
+    if isinstance(body, dict):
+        return [validate(one, body, "", where)], ""
+    if isinstance(body, list):
+        if not body:
+            raise ApiError(422, f"the array is empty: send at least one {what}")
+        if len(body) > max_batch:
+            raise ApiError(413, f"a batch holds at most {max_batch} {what}s, this one has {len(body)}: split it")
+        return validate(many, body, root, where), root
+    raise ApiError(422, f"the body must be a {what} object or an array of {what} objects")

@@ -28,8 +28,8 @@ from service.web.routes.common import (
     id_path,
     inlined,
     json_body,
+    parse_batch,
     request_body,
-    validate,
 )
 from service.web.routes.pagination import Window, window
 
@@ -60,17 +60,7 @@ def to_new(item: SubmissionIn) -> NewSubmission:
 
 def parse_submissions(body: Any, max_batch: int) -> list[SubmissionIn]:
     """One object or a non-empty array of at most `max_batch` objects."""
-    if isinstance(body, dict):
-        return [validate(_ONE, body)]
-    if isinstance(body, list):
-        if not body:
-            raise ApiError(422, "the array is empty: send at least one submission")
-        if len(body) > max_batch:
-            raise ApiError(
-                413, f"a batch holds at most {max_batch} submissions, this one has {len(body)}: split it"
-            )
-        return validate(_MANY, body, root="submissions")
-    raise ApiError(422, "the body must be a submission object or an array of submission objects")
+    return parse_batch(body, _ONE, _MANY, what="submission", max_batch=max_batch, root="submissions")[0]
 
 
 @router.post(

@@ -23,7 +23,6 @@ from pydantic import (
     StrictStr,
     Tag,
     TypeAdapter,
-    ValidationError,
 )
 
 from leaderboard.votes import FORBIDDEN, VOTER_MAX, Verdict, voter_problem
@@ -32,7 +31,17 @@ from service.store import Scope, Store, VoteChanged
 from service.usecases.votes import Pointer, SubmissionKey, VoteRequest, VotesRefused, cast_votes
 from service.web.api_models import Key
 from service.web.auth import Caller, require_vote
-from service.web.routes.common import ID_MAX, ApiError, describe_errors, error_responses, get_settings, get_store, json_body, request_body
+from service.web.routes.common import (
+    ID_MAX,
+    ApiError,
+    error_responses,
+    get_settings,
+    get_store,
+    inlined,
+    json_body,
+    parse_batch,
+    request_body,
+)
 
 router = APIRouter(prefix="/api/votes", tags=["votes"], responses=error_responses(422))
 
@@ -104,38 +113,10 @@ class VotesCreated(BaseModel):
     votes: list[VoteRef]
 
 
-def inline(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with its `$defs` written in place of their references: a body the route reads
-    itself is declared through `openapi_extra`, where no `$defs` can be resolved."""
-    defs = schema.pop("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref", "")
-            if ref.startswith("#/$defs/"):
-                return walk(defs[ref.removeprefix("#/$defs/")])
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema)
-
-
 _ONE = TypeAdapter(VoteIn)
 _MANY = TypeAdapter(list[VoteIn])
-_ONE_SCHEMA = inline(_ONE.json_schema())
+_ONE_SCHEMA = inlined(_ONE.json_schema())
 _BODY = request_body({"anyOf": [_ONE_SCHEMA, {"type": "array", "minItems": 1, "items": _ONE_SCHEMA}]})
-
-
-def _validate(adapter: TypeAdapter, data: Any, root: str) -> Any:
-    """`common.validate`, with the union's tags left out of each path ("a", not "a.key")."""
-    try:
-        return adapter.validate_python(data)
-    except ValidationError as exc:
-        errors = [{**e, "loc": _untagged(e["loc"])} for e in exc.errors(include_url=False)]
-        message, details = describe_errors(errors, root)
-        raise ApiError(422, message, details=details) from None
 
 
 def _untagged(loc: tuple) -> tuple:
@@ -144,16 +125,9 @@ def _untagged(loc: tuple) -> tuple:
 
 
 def parse_votes(body: Any, max_batch: int) -> tuple[list[VoteIn], str]:
-    """One object or a non-empty array of at most `max_batch`; the root of their paths."""
-    if isinstance(body, dict):
-        return [_validate(_ONE, body, "")], ""
-    if isinstance(body, list):
-        if not body:
-            raise ApiError(422, "the array is empty: send at least one vote")
-        if len(body) > max_batch:
-            raise ApiError(413, f"a batch holds at most {max_batch} votes, this one has {len(body)}: split it")
-        return _validate(_MANY, body, ROOT), ROOT
-    raise ApiError(422, "the body must be a vote object or an array of vote objects")
+    """One object or a non-empty array of at most `max_batch`; the root of their paths (the
+    pointer union's tags left out of each path: "a", not "a.key")."""
+    return parse_batch(body, _ONE, _MANY, what="vote", max_batch=max_batch, root=ROOT, where=_untagged)
 
 
 def _pointer(value: int | SubmissionKeyIn) -> Pointer:
