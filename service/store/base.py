@@ -30,13 +30,13 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from leaderboard.conversation import Turn, from_canonical
 from leaderboard.spec import RunSpec
-from leaderboard.types import OrderPolicy, Submission, Winner
+from leaderboard.types import MatchStatus, OrderPolicy, Submission, TournamentStatus, Winner
 
 from . import schema as s
 from . import space
 from .migrations import migrate
 
-ACTIVE = ("pending", "queued", "running")
+ACTIVE = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING)  # a match still to be judged
 # The PostgreSQL advisory lock every write transaction takes first (the bytes of "joust").
 WRITE_LOCK = 0x6A6F757374
 COUNTER_MAX = 2**31 - 1  # the `counters` table's integer column on PostgreSQL
@@ -294,13 +294,13 @@ def stop_run(conn: Connection, tournament_id: int, now: float, status: str, reas
     t, m = s.tournaments, s.matches
     stopped = conn.execute(
         update(t)
-        .where(t.c.id == tournament_id, t.c.status.in_(("queued", "running")))
+        .where(t.c.id == tournament_id, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
         .values(status=status, finished_at=now, stopped_reason=reason)
     ).rowcount
     if stopped:
         conn.execute(
             update(m)
             .where(m.c.tournament_id == tournament_id, m.c.status.in_(ACTIVE))
-            .values(status="cancelled", finished_at=now, last_error=f"tournament stopped: {reason}")
+            .values(status=MatchStatus.CANCELLED, finished_at=now, last_error=f"tournament stopped: {reason}")
         )
     return bool(stopped)

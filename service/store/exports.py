@@ -8,6 +8,8 @@ from typing import Any
 
 from sqlalchemy import func, or_, select
 
+from leaderboard.types import MatchStatus
+
 from . import schema as s
 from .base import Database, NotFound
 from .views import judge_is
@@ -40,7 +42,7 @@ class Exports(Database):
             .join(j, j.c.id == m.c.judgement_id)
             .join(sa, sa.c.id == m.c.a_id)
             .join(sb, sb.c.id == m.c.b_id)
-            .where(m.c.status == "done")
+            .where(m.c.status == MatchStatus.DONE)
             .order_by(m.c.seq)
         )
         if judge is not None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import distinct, func, literal_column, select
 
+from leaderboard.types import MatchStatus
+
 from . import schema as s
 from .base import Database, NotFound
 
@@ -61,7 +63,7 @@ class Failures(Database):
         """The run's failed matches by message: the `groups` messages that failed the most
         matches, each with its `examples` newest matches; raises NotFound."""
         t, m = s.tournaments, s.matches
-        failed = (m.c.tournament_id == tournament_id, m.c.status == "failed")
+        failed = (m.c.tournament_id == tournament_id, m.c.status == MatchStatus.FAILED)
         error = func.coalesce(m.c.last_error, literal_column("''"))  # no bound value: the same SQL wherever it recurs
         newest = func.row_number().over(partition_by=error,
                                         order_by=(m.c.finished_at.desc().nulls_last(), m.c.id.desc()))

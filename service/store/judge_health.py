@@ -11,7 +11,7 @@ from sqlalchemy import Select, func, or_, select
 
 from leaderboard.judge_health import HUMAN_PREFIX, CallRecord, HealthReport, JudgeHealth, JudgementRecord, health_report
 from leaderboard.spec import RunSpec
-from leaderboard.types import OrderPolicy, Winner
+from leaderboard.types import MatchStatus, OrderPolicy, Winner
 
 from . import schema as s
 from .base import Database
@@ -95,7 +95,7 @@ class Health(Database):
         query = (
             select(t.c.spec, func.count(m.c.id).label("n"))
             .join(t, t.c.id == m.c.tournament_id)
-            .where(m.c.status == "failed", m.c.last_error.startswith(PARSE_ERROR))
+            .where(m.c.status == MatchStatus.FAILED, m.c.last_error.startswith(PARSE_ERROR))
             .group_by(t.c.id, t.c.spec)
         )
         if turn is not None:

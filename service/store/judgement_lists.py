@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, Select
 
 from leaderboard.players import PlayerKey, keys_of, player_of
-from leaderboard.types import Level, Winner
+from leaderboard.types import Level, MatchStatus, Winner
 
 from . import schema as s
 from .base import Database
@@ -151,7 +151,7 @@ def _narrowed(query: JudgementQuery, *, hide_judge: bool = False) -> list[Column
     if query.tournament_id is not None:
         # per judgement, through ix_matches_judgement: a tournament is never the way in
         runs = select(t.c.id).where(or_(t.c.id == query.tournament_id, t.c.parent_id == query.tournament_id))
-        tests.append(select(m.c.id).where(m.c.judgement_id == j.c.id, m.c.status == "done",
+        tests.append(select(m.c.id).where(m.c.judgement_id == j.c.id, m.c.status == MatchStatus.DONE,
                                           m.c.tournament_id.in_(runs)).exists())
     return tests
 

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from leaderboard.spec import RunSpec
-from leaderboard.types import Mode, Winner
+from leaderboard.types import MatchStatus, Mode, TournamentStatus, Winner
 
 from . import schema as s
 from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, stop_run, submission_of
@@ -52,13 +52,13 @@ class Matches(Database):
             done = conn.execute(
                 update(m)
                 .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
-                .values(status="running", started_at=now, attempts=m.c.attempts + 1)
+                .values(status=MatchStatus.RUNNING, started_at=now, attempts=m.c.attempts + 1)
             ).rowcount
             if not done:
                 return False
             tid = conn.execute(select(m.c.tournament_id).where(m.c.id == match_id)).scalar_one()
             conn.execute(
-                update(t).where(t.c.id == tid, t.c.status == "queued").values(status="running", started_at=now)
+                update(t).where(t.c.id == tid, t.c.status == TournamentStatus.QUEUED).values(status=TournamentStatus.RUNNING, started_at=now)
             )
         return True
 
@@ -132,7 +132,7 @@ class Matches(Database):
                 update(m)
                 .where(m.c.id == match_id)
                 .values(
-                    status="done",
+                    status=MatchStatus.DONE,
                     judgement_id=judgement_id,
                     outcome=outcome.value,
                     consistent=consistent,
@@ -169,9 +169,9 @@ class Matches(Database):
         with self._write() as conn:
             values: dict[str, Any] = {"last_error": error[:2000]}
             if final:
-                values.update(status="failed", finished_at=now)
+                values.update(status=MatchStatus.FAILED, finished_at=now)
             else:
-                values.update(status="queued", enqueued_at=now)
+                values.update(status=MatchStatus.QUEUED, enqueued_at=now)
             changed = conn.execute(
                 update(m).where(m.c.id == match_id, m.c.status.in_(ACTIVE)).values(**values)
             ).rowcount
@@ -225,7 +225,7 @@ class Matches(Database):
         status = "failed" if counts.get("failed", 0) and not counts.get("done", 0) else "done"
         conn.execute(
             update(t)
-            .where(t.c.id == tid, t.c.status.in_(("queued", "running")))
+            .where(t.c.id == tid, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
             .values(status=status, finished_at=now)
         )
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from leaderboard.keys import SCORED_ALONE, judgement_key
 from leaderboard.turns import turn_of
-from leaderboard.types import Mode, OrderPolicy
+from leaderboard.types import MatchStatus, Mode, OrderPolicy
 
 from .schema import (
     COUNTERS,
@@ -75,7 +75,7 @@ def _upgrade_1_to_2(conn: Connection) -> None:
     conn.execute(text("CREATE UNIQUE INDEX ix_matches_seq ON matches (seq)"))
     done = conn.execute(
         select(matches.c.id, matches.c.judgement_id, matches.c.a_id, matches.c.b_id)
-        .where(matches.c.status == "done")
+        .where(matches.c.status == MatchStatus.DONE)
         .order_by(matches.c.judgement_id, matches.c.id)
     ).all()
     seen: set[tuple[int, int, int]] = set()

@@ -13,7 +13,7 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from leaderboard.spec import RunSpec
-from leaderboard.types import Mode, OrderPolicy, Pair
+from leaderboard.types import MatchStatus, Mode, OrderPolicy, Pair, TournamentStatus
 
 from . import schema as s
 from .base import ACTIVE, Database
@@ -32,7 +32,7 @@ class Rounds(Database):
         with self._read() as conn:
             rows = conn.execute(
                 select(t.c.id, t.c.spec, t.c.rounds)
-                .where(t.c.mode == Mode.ADAPTIVE.value, t.c.status.in_(("queued", "running")), ~active)
+                .where(t.c.mode == Mode.ADAPTIVE.value, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)), ~active)
                 .order_by(t.c.id)
             ).all()
         return [{"id": r.id, "spec": RunSpec.from_json(r.spec), "rounds": r.rounds} for r in rows]
@@ -45,13 +45,13 @@ class Rounds(Database):
         with self._write() as conn:
             claimed = conn.execute(
                 update(t)
-                .where(t.c.id == tournament_id, t.c.rounds == expected_rounds, t.c.status.in_(("queued", "running")))
+                .where(t.c.id == tournament_id, t.c.rounds == expected_rounds, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
                 .values(rounds=expected_rounds + 1)
             ).rowcount
             if claimed and pairs:
                 conn.execute(
                     m.insert(),
-                    [{"tournament_id": tournament_id, "a_id": p.a, "b_id": p.b, "status": "pending", "attempts": 0,
+                    [{"tournament_id": tournament_id, "a_id": p.a, "b_id": p.b, "status": MatchStatus.PENDING, "attempts": 0,
                       "enqueued_at": now} for p in pairs],
                 )
         return bool(claimed)
@@ -64,8 +64,8 @@ class Rounds(Database):
             return bool(
                 conn.execute(
                     update(t)
-                    .where(t.c.id == tournament_id, t.c.rounds == expected_rounds, t.c.status.in_(("queued", "running")))
-                    .values(status="done", finished_at=now, stopped_reason=reason, rounds=expected_rounds + 1)
+                    .where(t.c.id == tournament_id, t.c.rounds == expected_rounds, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
+                    .values(status=TournamentStatus.DONE, finished_at=now, stopped_reason=reason, rounds=expected_rounds + 1)
                 ).rowcount
             )
 
@@ -89,7 +89,7 @@ class Rounds(Database):
         with self._read() as conn:
             own = conn.execute(select(j.c.a_id, j.c.b_id).where(same)).all()
             reused = conn.execute(
-                select(m.c.a_id, m.c.b_id).join(j, j.c.id == m.c.judgement_id).where(same, m.c.status == "done")
+                select(m.c.a_id, m.c.b_id).join(j, j.c.id == m.c.judgement_id).where(same, m.c.status == MatchStatus.DONE)
             ).all()
         return {(min(a, b), max(a, b)) for a, b in [*own, *reused]}
 
@@ -99,7 +99,7 @@ class Rounds(Database):
         records (`failed_calls`), and for a failed match at least `per_judgement` (a match that
         fails before its judge answers still took its place in the run)."""
         m = s.matches
-        failed = m.c.status == "failed"
+        failed = m.c.status == MatchStatus.FAILED
         spent = case((and_(failed, m.c.failed_calls < per_judgement), per_judgement), else_=m.c.failed_calls)
         with self._read() as conn:
             attempts = conn.execute(
@@ -130,7 +130,7 @@ class Rounds(Database):
             rows = conn.execute(
                 select(t.c.id, t.c.parent_id, t.c.spec, t.c.finished_at, parent.c.schedule)
                 .outerjoin(parent, parent.c.id == t.c.parent_id)
-                .where(t.c.status.in_(("done", "cancelled")), ~taken,
+                .where(t.c.status.in_((TournamentStatus.DONE, TournamentStatus.CANCELLED)), ~taken,
                        or_(t.c.schedule.is_not(None), parent.c.schedule.is_not(None), t.c.mode == Mode.ADAPTIVE.value))
                 .order_by(t.c.id)
             ).all()

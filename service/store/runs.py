@@ -13,6 +13,8 @@ from typing import Any
 
 from sqlalchemy import func, or_, select
 
+from leaderboard.types import MatchStatus
+
 from . import schema as s
 from .base import Database
 from .tournaments import CHUNK, match_counts
@@ -90,7 +92,7 @@ class Runs(Database):
         with self._read() as conn:
             return int(conn.execute(
                 select(func.count()).select_from(m)
-                .where(m.c.tournament_id == tournament_id, m.c.status == "done", m.c.finished_at >= since)
+                .where(m.c.tournament_id == tournament_id, m.c.status == MatchStatus.DONE, m.c.finished_at >= since)
             ).scalar_one())
 
 

@@ -5,6 +5,8 @@ Ratings are not stored: they are views computed from judgements, the single sour
 """
 from __future__ import annotations
 
+from enum import Enum
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -18,10 +20,23 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.types import TypeDecorator
 
 SCHEMA_VERSION = 11
 
 metadata = MetaData()
+
+
+class Status(TypeDecorator[str]):
+    """A status column: the store's queries name statuses by their enum (`MatchStatus`,
+    `TournamentStatus`), stored as the plain string; reads give the string back, so every
+    answer and export reads exactly as before."""
+
+    impl = String(16)
+    cache_ok = True
+
+    def process_bind_param(self, value: object, dialect: object) -> object:
+        return value.value if isinstance(value, Enum) else value
 
 schema_version = Table(
     "schema_version",
@@ -65,7 +80,7 @@ tournaments = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("name", String(255), nullable=False),
     Column("spec", Text, nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", Status(), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("started_at", Float),
     Column("finished_at", Float),
@@ -141,7 +156,7 @@ matches = Table(
     Column("tournament_id", Integer, ForeignKey("tournaments.id"), nullable=False),
     Column("a_id", Integer, ForeignKey("submissions.id"), nullable=False),
     Column("b_id", Integer, ForeignKey("submissions.id"), nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", Status(), nullable=False),
     Column("attempts", Integer, nullable=False, default=0),
     Column("job_id", String(64)),
     Column("last_error", Text),

@@ -9,7 +9,7 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.spec import RunSpec
-from leaderboard.types import Pair
+from leaderboard.types import MatchStatus, Pair, TournamentStatus
 
 from . import schema as s
 from .api_keys import WRITER
@@ -57,7 +57,7 @@ class Tournaments(Database):
                 s.tournaments.insert().values(
                     name=name,
                     spec=spec.to_json(),
-                    status="queued" if pairs else "done",
+                    status=TournamentStatus.QUEUED if pairs else TournamentStatus.DONE,
                     created_at=now,
                     finished_at=None if pairs else now,
                     schedule=schedule,
@@ -75,7 +75,7 @@ class Tournaments(Database):
             conn.execute(
                 s.matches.insert(),
                 [
-                    {"tournament_id": tid, "a_id": p.a, "b_id": p.b, "status": "pending", "attempts": 0,
+                    {"tournament_id": tid, "a_id": p.a, "b_id": p.b, "status": MatchStatus.PENDING, "attempts": 0,
                      "enqueued_at": now}
                     for p in pairs
                 ],
@@ -140,17 +140,17 @@ class Tournaments(Database):
                 raise NotFound(f"no tournament {tournament_id}")
             under = sorted(runs_under(conn, [tournament_id]))
             in_flight = [run for start in range(0, len(under), CHUNK) for run in conn.execute(
-                select(t.c.id).where(t.c.id.in_(under[start:start + CHUNK]), t.c.status.in_(("queued", "running")))
+                select(t.c.id).where(t.c.id.in_(under[start:start + CHUNK]), t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
                 .order_by(t.c.id)).scalars()]
             ids = [tournament_id, *in_flight]
             matches = conn.execute(
                 update(m)
                 .where(m.c.tournament_id.in_(ids), m.c.status.in_(ACTIVE))
-                .values(status="cancelled", finished_at=now)
+                .values(status=MatchStatus.CANCELLED, finished_at=now)
             ).rowcount
             conn.execute(update(t).where(t.c.id == tournament_id).values(next_run_at=None))
-            conn.execute(update(t).where(t.c.id.in_(ids), t.c.status.in_(("queued", "running")))
-                         .values(status="cancelled", finished_at=now))
+            conn.execute(update(t).where(t.c.id.in_(ids), t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
+                         .values(status=TournamentStatus.CANCELLED, finished_at=now))
         stopped = {"schedule": row.next_run_at is not None, "runs": in_flight, "matches": int(matches)}
         return {**self.get_tournament(tournament_id), "stopped": stopped}
 
@@ -174,9 +174,9 @@ class Tournaments(Database):
                 raise NotFound(f"no tournament {tournament_id}")
             if row.status in ("queued", "running"):
                 raise RetryRefused(f"tournament {tournament_id} is still {row.status}: retry it once it has finished")
-            again = m.c.status == "failed"
+            again = m.c.status == MatchStatus.FAILED
             if row.stopped_reason == "failing":
-                again = or_(again, and_(m.c.status == "cancelled", m.c.last_error == "tournament stopped: failing"))
+                again = or_(again, and_(m.c.status == MatchStatus.CANCELLED, m.c.last_error == "tournament stopped: failing"))
             ids = list(conn.execute(
                 select(m.c.id).where(m.c.tournament_id == tournament_id, again).order_by(m.c.id)
             ).scalars())
@@ -186,13 +186,13 @@ class Tournaments(Database):
                 conn.execute(
                     update(m)
                     .where(m.c.id.in_(ids[start:start + CHUNK]))
-                    .values(status="pending", attempts=0, enqueued_at=now, started_at=None, finished_at=None,
+                    .values(status=MatchStatus.PENDING, attempts=0, enqueued_at=now, started_at=None, finished_at=None,
                             job_id=None)
                 )
             conn.execute(
                 update(t)
                 .where(t.c.id == tournament_id)
-                .values(status="running", finished_at=None, stopped_reason=None, failure_streak=0,
+                .values(status=TournamentStatus.RUNNING, finished_at=None, stopped_reason=None, failure_streak=0,
                         retried=t.c.retried + len(ids))
             )
         return ids
@@ -231,7 +231,7 @@ class Tournaments(Database):
         with self._read() as conn:
             return list(
                 conn.execute(
-                    select(m.c.id).where(m.c.tournament_id == tournament_id, m.c.status == "pending").order_by(m.c.id)
+                    select(m.c.id).where(m.c.tournament_id == tournament_id, m.c.status == MatchStatus.PENDING).order_by(m.c.id)
                 ).scalars()
             )
 
@@ -245,7 +245,7 @@ class Tournaments(Database):
                 conn.execute(
                     update(m)
                     .where(m.c.id == match_id, m.c.status.in_(ACTIVE))
-                    .values(status="queued", job_id=job_id, enqueued_at=now)
+                    .values(status=MatchStatus.QUEUED, job_id=job_id, enqueued_at=now)
                 )
 
     # ---- the scheduler's side ---------------------------------------------------------
@@ -287,7 +287,7 @@ class Tournaments(Database):
         again. Judgements are keyed, so a match judged twice is still stored once.
         """
         m, t = s.matches, s.tournaments
-        stamp = case((m.c.status == "running", m.c.started_at), else_=m.c.enqueued_at)
+        stamp = case((m.c.status == MatchStatus.RUNNING, m.c.started_at), else_=m.c.enqueued_at)
         with self._read() as conn:
             rows = conn.execute(
                 select(m.c.id, m.c.status, m.c.job_id)
@@ -295,8 +295,8 @@ class Tournaments(Database):
                 .where(
                     t.c.delivery == "live",  # a batch run's matches wait on the provider's batches
                     or_(
-                        and_(m.c.status.in_(("queued", "running")), stamp < now - timeout_s),
-                        and_(m.c.status == "pending", m.c.enqueued_at < now - pending_grace_s),
+                        and_(m.c.status.in_((MatchStatus.QUEUED, MatchStatus.RUNNING)), stamp < now - timeout_s),
+                        and_(m.c.status == MatchStatus.PENDING, m.c.enqueued_at < now - pending_grace_s),
                     ),
                 )
                 .order_by(m.c.id)

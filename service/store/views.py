@@ -13,7 +13,7 @@ from leaderboard.dimensions import stored_outcome
 from leaderboard.judge_health import HUMAN_PREFIX
 from leaderboard.judges import HUMANS, JudgeSummary
 from leaderboard.players import SideRow, StyledRow
-from leaderboard.types import Winner
+from leaderboard.types import MatchStatus, Winner
 
 from . import schema as s
 from .base import Database, NotFound
@@ -45,7 +45,7 @@ class Views(Database):
                 )
                 .join(j, j.c.id == m.c.judgement_id)
                 .join(sa, sa.c.id == m.c.a_id)
-                .where(m.c.tournament_id == tournament_id, m.c.status == "done")
+                .where(m.c.tournament_id == tournament_id, m.c.status == MatchStatus.DONE)
                 .order_by(m.c.id)
                 .limit(limit)
                 .offset(offset)
@@ -219,7 +219,7 @@ class Views(Database):
             query = (
                 select(j.c.judge, m.c.judgement_id, m.c.a_id, m.c.b_id, m.c.tournament_id)
                 .join(j, j.c.id == m.c.judgement_id)
-                .where(m.c.tournament_id.in_(runs), m.c.status == "done")
+                .where(m.c.tournament_id.in_(runs), m.c.status == MatchStatus.DONE)
             )
             verdicts: dict[str, set[tuple[int, int, int]]] = {}
             latest: dict[str, int] = {}
@@ -277,7 +277,7 @@ def _side_query(*extra: Any, done: bool = True, match_a_hash: bool = False, outp
     )
     if turn is not None:
         query = query.where(sa.c.turn == turn)
-    return query.where(m.c.status == "done") if done else query
+    return query.where(m.c.status == MatchStatus.DONE) if done else query
 
 
 def _calls_for(calls: list[dict], judged: tuple[int, int], match: tuple[int, int], same_side: bool) -> list[dict]:

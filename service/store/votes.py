@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
-from leaderboard.types import Mode, Submission, Winner
+from leaderboard.types import MatchStatus, Mode, Submission, TournamentStatus, Winner
 from leaderboard.votes import CRITERIA, TEMPLATE_VERSION, Ballot, Vote
 
 from . import schema as s
@@ -128,7 +128,7 @@ class Votes(Database):
         tournaments = {judge: self._voter_tournament(conn, judge, now) for judge in sorted({v.judge for v in votes})}
         first_seq = _reserve_seq(conn, len(votes))
         conn.execute(s.matches.insert(), [
-            {"tournament_id": tournaments[v.judge], "a_id": v.a.id, "b_id": v.b.id, "status": "done", "attempts": 0,
+            {"tournament_id": tournaments[v.judge], "a_id": v.a.id, "b_id": v.b.id, "status": MatchStatus.DONE, "attempts": 0,
              "judgement_id": ids[v.key], "outcome": v.outcome.value, "consistent": True, "enqueued_at": now,
              "started_at": now, "finished_at": now, "seq": first_seq + offset, "counted": True}
             for offset, v in enumerate(votes)
@@ -148,7 +148,7 @@ class Votes(Database):
                 return int(r.id)
         spec = RunSpec(judge=judge, mode=Mode.IMPORT, criteria=CRITERIA, source=SOURCE)
         inserted = conn.execute(t.insert().values(
-            name=name, spec=spec.to_json(), mode=spec.mode.value, status="done", created_at=now, started_at=now,
+            name=name, spec=spec.to_json(), mode=spec.mode.value, status=TournamentStatus.DONE, created_at=now, started_at=now,
             finished_at=now,
         )).inserted_primary_key
         assert inserted is not None
