@@ -1,13 +1,15 @@
 """The values a board cache serves, and the stream that keeps one judge's boards current: the
 judge's rows added one resolve at a time to a `Tally` per level (`Stream`), and the boards,
-styled, tied, bootstrapped and effects fits made from them. `service.usecases.boards` holds the
+styled, tied, bootstrapped and effects fits made from them; and how a result made from scratch
+is kept and known current (`filter_key`, `fresh`, `scoped`). `service.usecases.boards` holds the
 cache that serves them (its docstring says how they stay current)."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from leaderboard.battles import BattleLike, PairCounts
 from leaderboard.board import with_intervals
+from leaderboard.board_slice import WHOLE, BoardSlice
 from leaderboard.effects import Effects
 from leaderboard.flags import SecondOpinion
 from leaderboard.players import SideRow, player_of
@@ -25,6 +28,7 @@ from leaderboard.tie_board import TieParameter
 from leaderboard.types import Level, Rating
 from service.store import Store
 from service.usecases.judge_roster import Roster
+from service.usecases.revisioned import Lru
 
 log = logging.getLogger(__name__)
 
@@ -273,3 +277,39 @@ class Stream:
 
 def _board_of(latest: tuple[Board, float] | None) -> Board | None:
     return None if latest is None else latest[0]
+
+
+def filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
+               part: BoardSlice = WHOLE) -> tuple[object, ...]:
+    """The key a board made from scratch is kept under: its level, scope, judge and slice."""
+    sliced = () if part.whole else (part,)
+    if dimension is not None:
+        return ("dimension", dimension, level, tournament_id, judge, *sliced)
+    return (level, tournament_id, judge, *sliced)
+
+
+def fresh(store: Store, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int) -> S | None:
+    """The result kept for `key` if it is current at `revision`: made at it or later, or over
+    a tournament none of whose matches resolved since it was made (then stamped `revision`:
+    other tournaments' judgements move the revision without changing it)."""
+    cached = lru.get(key, revision)
+    if cached is not None or tournament_id is None:
+        return cached
+    latest = lru.latest(key)
+    if latest is None or latest.seq is None or latest.seq != store.tournament_seq(tournament_id):
+        return None
+    restamped = dataclasses.replace(latest, revision=revision)
+    lru.put(key, restamped)
+    return restamped
+
+
+def scoped(store: Store, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int,
+           read: Callable[[int | None], S]) -> S:
+    """The result for `key` current at `revision`: kept, or `read` (given the tournament's seq,
+    taken before it reads) and kept."""
+    found = fresh(store, lru, key, tournament_id, revision)
+    if found is not None:
+        return found
+    made = read(None if tournament_id is None else store.tournament_seq(tournament_id))
+    lru.put(key, made)
+    return made

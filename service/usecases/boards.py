@@ -62,6 +62,9 @@ from service.usecases.board_stream import (
     _verdicts,
     board_from_rows,
     bootstrap_from_rows,
+    filter_key,
+    fresh,
+    scoped,
 )
 from service.usecases.judge_roster import OverallRoster, Roster, tournament_roster
 from service.usecases.refreshes import GAP_S, Refreshes
@@ -155,7 +158,7 @@ class BoardCache:
         if choice.judge is None:
             return choice, Board(level, [], 0, roster.revision, PairCounts.empty())
         chosen = choice.judge
-        board = self._soon(self._filtered, self._filter_key(level, tournament_id, chosen, dimension), tournament_id,
+        board = self._soon(self._filtered, filter_key(level, tournament_id, chosen, dimension), tournament_id,
                            revision, wait_s, lambda seq: self._read_board(level, tournament_id, chosen, dimension, seq))
         return None if board is None else (choice, board)
 
@@ -256,7 +259,7 @@ class BoardCache:
         if tournament_id is None:
             roster = self._roster.at(revision)
         else:
-            roster = self._scoped(self._rosters, tournament_id, tournament_id, revision,
+            roster = scoped(self.store, self._rosters, tournament_id, tournament_id, revision,
                                   lambda seq: self._read_roster(tournament_id, seq))
         return choose_judge(roster.judges, judge)
 
@@ -266,17 +269,9 @@ class BoardCache:
     ) -> Board:
         if tournament_id is None and dimension is None and part.whole:
             return self._stream(judge).board(level, revision)
-        return self._scoped(self._filtered, self._filter_key(level, tournament_id, judge, dimension, part),
+        return scoped(self.store, self._filtered, filter_key(level, tournament_id, judge, dimension, part),
                             tournament_id, revision,
                             lambda seq: self._read_board(level, tournament_id, judge, dimension, seq, part))
-
-    @staticmethod
-    def _filter_key(level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
-                    part: BoardSlice = WHOLE) -> tuple:
-        sliced = () if part.whole else (part,)
-        if dimension is not None:
-            return ("dimension", dimension, level, tournament_id, judge, *sliced)
-        return (level, tournament_id, judge, *sliced)
 
     def _read_board(self, level: Level, tournament_id: int | None, judge: str | None, dimension: str | None,
                     seq: int | None, part: BoardSlice = WHOLE) -> Board:
@@ -291,31 +286,6 @@ class BoardCache:
 
     def _read_roster(self, tournament_id: int, seq: int | None) -> Roster:
         return dataclasses.replace(tournament_roster(self.store, tournament_id), seq=seq)
-
-    def _fresh(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int) -> S | None:
-        """The result kept for `key` if it is current at `revision`: made at it or later, or over
-        a tournament none of whose matches resolved since it was made (then stamped `revision`:
-        other tournaments' judgements move the revision without changing it)."""
-        cached = lru.get(key, revision)
-        if cached is not None or tournament_id is None:
-            return cached
-        latest = lru.latest(key)
-        if latest is None or latest.seq is None or latest.seq != self.store.tournament_seq(tournament_id):
-            return None
-        restamped = dataclasses.replace(latest, revision=revision)
-        lru.put(key, restamped)
-        return restamped
-
-    def _scoped(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int,
-                read: Callable[[int | None], S]) -> S:
-        """The result for `key` current at `revision`: kept, or `read` (given the tournament's seq,
-        taken before it reads) and kept."""
-        fresh = self._fresh(lru, key, tournament_id, revision)
-        if fresh is not None:
-            return fresh
-        made = read(None if tournament_id is None else self.store.tournament_seq(tournament_id))
-        lru.put(key, made)
-        return made
 
     def _overall_soon(self, level: Level, judge: str | None, wait_s: float) -> tuple[JudgeChoice, Board] | None:
         """An overall board for a page: current, unless its last fit took longer than `SLOW_FIT_S`
@@ -336,17 +306,17 @@ class BoardCache:
 
     def _soon(self, lru: Lru[S], key: Hashable, tournament_id: int | None, revision: int, wait_s: float,
               read: Callable[[int | None], S]) -> S | None:
-        """`_scoped`, but past `STALE_FROM` verdicts a stale result is served at once while the newer
+        """`scoped`, but past `STALE_FROM` verdicts a stale result is served at once while the newer
         one is made in the background (before the first, that one is waited for up to `wait_s`)."""
-        fresh = self._fresh(lru, key, tournament_id, revision)
-        if fresh is not None:
-            return fresh
+        found = fresh(self.store, lru, key, tournament_id, revision)
+        if found is not None:
+            return found
         latest = lru.latest(key)
         if latest is not None and _verdicts(latest) < STALE_FROM:  # rebuilt in the request: milliseconds
-            return self._scoped(lru, key, tournament_id, revision, read)
+            return scoped(self.store, lru, key, tournament_id, revision, read)
         return self._refreshes.soon(
             key, lambda: lru.latest(key), lambda found: found.revision >= revision,
-            lambda: self._scoped(lru, key, tournament_id, self.store.revision(), read), wait_s)
+            lambda: scoped(self.store, lru, key, tournament_id, self.store.revision(), read), wait_s)
 
     def effects(self, *, tournament_id: int | None = None, judge: str | None = None,
                 part: BoardSlice = WHOLE) -> EffectsAt:
