@@ -25,6 +25,7 @@ from service.store.queue import JobQueue
 from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 from workers import runtime
+from workers.stalls import awaiting
 from workers.worker import JoustWorker, job_queue
 
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
@@ -124,17 +125,6 @@ def _engine_busy() -> bool:
     return found is not None and found.in_flight() > 0
 
 
-def _awaiting(coro: object) -> list[str]:
-    """Where a suspended coroutine is, down the chain of what each level awaits."""
-    found = []
-    while coro is not None and len(found) < 30:
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
-        if frame is not None:
-            found.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return found
-
-
 def engine_state() -> str:
     """What this process's engine holds, for a failure's message: the matches in flight with
     where each task is, and the jobs deferred until one ends. Read on the engine's loop, so a
@@ -146,7 +136,7 @@ def engine_state() -> str:
     async def read() -> str:
         lines = [f"in flight {sorted(found._running)}, deferred {sorted(found._again)}"]
         for match_id, task in sorted(found._running.items()):
-            lines.append(f"match {match_id} awaits: " + " -> ".join(_awaiting(task.get_coro())))
+            lines.append(f"match {match_id} awaits: " + " -> ".join(awaiting(task.get_coro())))
         return "\n".join(lines)
 
     try:

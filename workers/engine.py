@@ -59,6 +59,7 @@ from .match import Deps, judge_one
 from .outage import DatabaseWatch
 from .ratelimit import Limits, SharedRateLimit
 from .registry import JudgePool
+from .stalls import describe
 from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (both named here before)
 from .unrecorded import UnrecordedCharges
 
@@ -329,8 +330,15 @@ class Engine:
     # ---- the caller's side (RQ's main thread, tests) -------------------------------------------
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run a coroutine on the engine's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        """Run a coroutine on the engine's loop and wait for its result; past `timeout` the
+        error says what the loop and its tasks were doing (`workers.stalls`)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"the engine's loop did not finish within {timeout} s:\n"
+                               + describe(self.loop, self._thread)) from None
 
     def admit(self, match_id: int) -> str:
         """Lease a match and hand it to the loop; waits while the engine is full, at most about
