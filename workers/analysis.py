@@ -26,14 +26,18 @@ from leaderboard.pricing import cost_usd
 from service.store import NotFound
 
 from . import runtime
+from .budget import Meter
+from .engine import Engine
 from .errors import (
     JudgeError,
     PermanentJudgeError,
     TransientJudgeError,
     VerdictParseError,
 )
+from .gate import Gate, GatedJudge, overload_of
 from .judge import Answer, Send, ask_with_reminder
 from .prompts import fenced_pair
+from .ratelimit import Limits
 from .verdict import objects_in
 from .worker import job_queue
 
@@ -101,6 +105,18 @@ async def ask_analysis(complete: Send, question: str, a: str, b: str) -> Answer[
     return await ask_with_reminder(complete, system, user, parse_analysis, REMINDER, what="analysis")
 
 
+def gated(rt: Engine, spec: str) -> object:
+    """Judge `spec` behind the process's slot and the shared rate limit: an analysis belongs
+    to no match, yet its calls count against the same limits as the matches'."""
+    settings, deps = rt.settings, rt.deps
+    limits = settings.limits(spec)
+    gate = Gate(spec=spec, meter=Meter(), max_tokens=settings.judge_max_tokens,
+                slot=deps.slot(spec, limits.concurrency), limiter=deps.limiter,
+                limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=deps.rng, stats=deps.stats,
+                breaker=deps.breaker, overload=overload_of(settings), retry_base_s=settings.call_backoff_s)
+    return GatedJudge(deps.judges.get(spec), gate)
+
+
 def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
     """The job: analyse one tied judgement and keep the answer on it; returns what happened."""
     rt = runtime.engine()
@@ -115,7 +131,7 @@ def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
     spec = judgement["judge"]
     stamp = {"judge": spec, "version": ANALYSIS_VERSION}
     try:
-        complete = getattr(rt.gated(spec), "complete", None)
+        complete = getattr(gated(rt, spec), "complete", None)
         if complete is None:
             raise PermanentJudgeError(f"the judge {spec!r} cannot answer a free-form question")
         answer = rt.run(ask_analysis(complete, a.question, a.output, b.output))

@@ -36,8 +36,11 @@ def enqueue(queue: Queue, match_ids: list[int], delay_s: float, why: str, match_
 
 
 def move_overdue(queue: Queue, redis: Redis) -> list[str]:
-    """Put on the queue the delayed jobs overdue by `OVERDUE_S`, each by the one taker whose
-    ZREM removes it from the schedule; the ids of those this call moved."""
+    """Put on the queue the delayed jobs (retries, twins' waits, requeues) overdue by
+    `OVERDUE_S`; the ids of those this call moved. RQ's scheduler moves them, in one worker
+    process only (a lock that outlives a killed holder by a minute, retaken at RQ's maintenance
+    interval, ten minutes), so after that worker is killed nobody moved them for minutes. One
+    taker per job: the one whose ZREM removes it from the schedule enqueues it."""
     registry = queue.scheduled_job_registry
     moved = []
     for job_id in registry.get_jobs_to_schedule(int(time.time() - OVERDUE_S)):

@@ -36,7 +36,7 @@ import logging
 import random
 import threading
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
 from leaderboard.types import MatchOutcome
@@ -47,17 +47,16 @@ from service.store.queue import job_queue
 
 from . import logcontext
 from .breaker import CircuitBreaker
-from .budget import Meter, SpendBook
+from .budget import SpendBook
 from .callstats import CallStats
+from .closing import release
 from .connections import async_clients, connect
 from .dispatch import OVERDUE_S as OVERDUE_S  # named here before (tests import it)
 from .dispatch import enqueue, move_overdue
-from .gate import Gate, GatedJudge, overload_of
-from .judge import Judge
 from .leases import Leases
 from .match import Deps, judge_one
 from .outage import DatabaseWatch
-from .ratelimit import Limits, SharedRateLimit
+from .ratelimit import SharedRateLimit
 from .registry import JudgePool
 from .stalls import describe
 from .stopping import REDIS_RETRIES, redis_retry  # noqa: F401 (both named here before)
@@ -185,11 +184,7 @@ class Engine:
             await asyncio.sleep(self.settings.lease_ttl_s / 2)
 
     def move_overdue(self) -> list[str]:
-        """Put on the queue the delayed jobs (retries, twins' waits, requeues) overdue by
-        `OVERDUE_S`. RQ's scheduler moves them, in one worker process only (a lock that outlives
-        a killed holder by a minute, retaken at RQ's maintenance interval, ten minutes), so after
-        that worker is killed nobody moved them for minutes. One taker per job: the one whose
-        ZREM removes it from the schedule enqueues it."""
+        """Put on the queue the delayed jobs overdue by `OVERDUE_S` (`workers.dispatch`)."""
         assert self.queue is not None and self.redis is not None
         moved = move_overdue(self.queue, self.redis)
         if moved:
@@ -316,16 +311,20 @@ class Engine:
             await asyncio.wait(list(self._readmits), timeout=5)
         return sorted(left)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self) -> list[str]:
+        """Release what the loop holds, each step bounded (`workers.closing`); what did not close."""
         for task in [*self._beating, *self._bookkeeping]:
             task.cancel()
-        await asyncio.gather(*self._beating, *self._bookkeeping, return_exceptions=True)
-        await self.database.close()
-        await self.deps.judges.aclose()
+        steps: list[tuple[str, Awaitable[object]]] = [
+            ("background tasks", asyncio.gather(*self._beating, *self._bookkeeping, return_exceptions=True)),
+            ("the database watch", self.database.close()),
+            ("the judges' clients", self.deps.judges.aclose()),
+        ]
         if self.deps.redis is not None:
-            await self.deps.redis.aclose()
+            steps.append(("the Redis pool", self.deps.redis.aclose(close_connection_pool=True)))
         if self.deps.leases is not None:
-            await self.deps.leases.redis.aclose()
+            steps.append(("the leases' Redis pool", self.deps.leases.redis.aclose(close_connection_pool=True)))
+        return await release(steps, lambda: describe(self.loop, self._thread))
 
     # ---- the caller's side (RQ's main thread, tests) -------------------------------------------
 
@@ -365,17 +364,6 @@ class Engine:
     def in_flight(self) -> int:
         """Matches being judged in this process now."""
         return len(self._running)
-
-    def gated(self, spec: str, meter: Meter | None = None) -> Judge:
-        """Judge `spec` behind the process's slot and the shared rate limit, for calls that
-        belong to no match (the tie analysis)."""
-        limits = self.settings.limits(spec)
-        gate = Gate(spec=spec, meter=meter or Meter(), max_tokens=self.settings.judge_max_tokens,
-                    slot=self.deps.slot(spec, limits.concurrency), limiter=self.deps.limiter,
-                    limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=self._rng, stats=self.deps.stats,
-                    breaker=self.deps.breaker, overload=overload_of(self.settings),
-                    retry_base_s=self.settings.call_backoff_s)
-        return GatedJudge(self.deps.judges.get(spec), gate)  # type: ignore[return-value]
 
     def drain(self, timeout_s: float | None = None) -> list[int]:
         """Stop taking matches; wait for those in flight, give back what is left (its ids)."""
