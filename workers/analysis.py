@@ -24,6 +24,7 @@ from datetime import timedelta
 
 from leaderboard.pricing import cost_usd
 from service.store import NotFound
+from service.store.queue import job_queue
 
 from . import runtime
 from .errors import (
@@ -35,7 +36,6 @@ from .errors import (
 from .judge import Answer, Send, ask_with_reminder
 from .prompts import fenced_pair
 from .verdict import objects_in
-from .worker import job_queue
 
 log = logging.getLogger(__name__)
 
