@@ -10,7 +10,8 @@ second judge's: judge X favours m050 (it games X) and both judges see m051 much 
 the field, at no length advantage. Prints each time, which players the length test alone fires
 for, and which are flagged. `--length-only` skips the submissions and the text flags.
 
-`--board` times GET /api/leaderboard's handler in-process at the system level (400 players:
+`--board` times the board GET /api/leaderboard serves (its handler's use case,
+`service.usecases.board_variants.board_variant`) in-process at the system level (400 players:
 `bench.harness.populate`'s 100 models x 4 scenarios, 200,000 judgements, every other one
 re-labelled as a second judge's): served from the caches, then with the flags recomputed at
 each request (as after every new judgement) with the second judge's counts, and with no second
@@ -187,17 +188,15 @@ def length_bench(players: int, rng: random.Random) -> None:
 
 
 def board_bench(judgements: int = 200_000) -> None:
-    """GET /api/leaderboard?by=system&judge=bench/judge in-process, with a second judge on the same pairings."""
+    """The board of GET /api/leaderboard?by=system&judge=bench/judge, from the use case its handler calls,
+    with a second judge on the same pairings."""
     from sqlalchemy import text
 
     import service.usecases.boards as boards_module
     from bench.harness import JUDGE, populate
+    from service.usecases.board_variants import VariantQuery, board_variant
     from service.usecases.boards import BoardCache
     from service.usecases.revisioned import Lru
-    from service.web.api_models import By
-    from service.web.routes.board_out import Control, Intervals
-    from service.web.routes.board_ties import TieModel
-    from service.web.routes.leaderboard import get_leaderboard
 
     other = "bench/other"
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,8 +208,7 @@ def board_bench(judgements: int = 200_000) -> None:
 
         def call() -> float:
             began = time.perf_counter()
-            get_leaderboard(boards, flags, by=By.SYSTEM, tournament=None, judge=JUDGE, dimension=None,
-                            intervals=Intervals.CLOSED, control=Control.NONE, ties=TieModel.HALF)
+            board_variant(boards, flags, VariantQuery(Level.SYSTEM, judge=JUDGE))
             return time.perf_counter() - began
 
         def forget() -> None:  # what a new judgement does to the flags: their cache and the other judge's counts
@@ -234,7 +232,7 @@ def board_bench(judgements: int = 200_000) -> None:
         for _ in range(20):
             length_excess(counts, lengths)
         alone = (time.perf_counter() - began) / 20
-        print(f"GET /api/leaderboard?by=system handler, median of 20: cached {np.median(cached) * 1000:.1f} ms; "
+        print(f"GET /api/leaderboard?by=system's board, median of 20: cached {np.median(cached) * 1000:.1f} ms; "
               f"flags redone with the second judge {np.median(timings[consulted]) * 1000:.1f} ms; without one "
               f"{np.median(timings[0]) * 1000:.1f} ms; the length test alone (what the flag ran before) "
               f"{alone * 1000:.1f} ms")

@@ -25,8 +25,8 @@ def build_board(battles: Iterable[BattleLike], *, k: float = 32.0) -> list[Ratin
 
     rating/ci_low/ci_high: Bradley-Terry with the default ridge and a 95% closed-form interval,
     fitted per component; elo: online Elo with factor `k`, battles in the given order;
-    wins/losses/ties/matches: counted judgements. `extra` holds `component`, `rank`, `rank_low`,
-    `rank_high` (ranks within the component), `points`, `win_rate`.
+    wins/losses/ties/matches: counted judgements; `component`, `rank`, `rank_low`, `rank_high`
+    (ranks within the component), `points`, `win_rate` filled in.
     """
     tally = Tally(k=k)
     tally.add(battles)
@@ -39,22 +39,23 @@ def with_intervals(
     """The rows with other (low, high) intervals (e.g. bootstrap ones) and the rank ranges those
     allow within each component; ratings, order and ranks stay. A player missing from
     `intervals` keeps none (NaN bounds: any rank in its component); a `Resampled` interval that
-    is missing says why in `extra["ci_missing"]` (a `Missing`). A component its verdicts do
-    not bound (`extra["bounded"]` False, see `leaderboard.bounds`) keeps no interval and the rank
+    is missing says why in `ci_missing` (a `Missing`). A component its verdicts do
+    not bound (`bounded` False, see `leaderboard.bounds`) keeps no interval and the rank
     ranges its wins give: resampling cannot bound what the data leave open."""
     nan = float("nan")
-    rows = [r if not r.extra.get("bounded", True) else
+    rows = [r if not r.bounded else
             dataclasses.replace(r, ci_low=intervals.get(r.player, (nan, nan))[0],
                                 ci_high=intervals.get(r.player, (nan, nan))[1],
-                                extra={**r.extra, "ci_missing": getattr(intervals.get(r.player), "missing", None)})
+                                ci_missing=getattr(intervals.get(r.player), "missing", None))
             for r in rows]
-    by_component: dict[object, dict[str, tuple[float, float]]] = {}
+    by_component: dict[int, dict[str, tuple[float, float]]] = {}
     for r in rows:
-        if r.extra.get("bounded", True):
-            by_component.setdefault(r.extra.get("component", 1), {})[r.player] = (r.ci_low, r.ci_high)
+        if r.bounded:
+            by_component.setdefault(r.component, {})[r.player] = (r.ci_low, r.ci_high)
     ranks = {component: rank_intervals(bounds) for component, bounds in by_component.items()}
-    for r in rows:
-        if r.extra.get("bounded", True):
-            low, high = ranks[r.extra.get("component", 1)][r.player]
-            r.extra.update(rank_low=low, rank_high=high)
-    return rows
+
+    def ranked(r: Rating) -> Rating:
+        low, high = ranks[r.component][r.player]
+        return dataclasses.replace(r, rank_low=low, rank_high=high)
+
+    return [ranked(r) if r.bounded else r for r in rows]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from enum import Enum
 from typing import NamedTuple
 
 import numpy as np
@@ -30,15 +29,9 @@ from .battles import BattleLike, BattleTable, battle_table, pair_counts, points_
 from .components import components, split_table
 from .fit import DEFAULT_RIDGE, Pairs, elo_scale, fit_log_strengths, fit_pairs, strongly_connected
 from .ratings import pair_slots, question_points
+from .types import Missing
 
 NO_WIDTH = 1e-6  # Elo points: an interval narrower than this has no width
-
-
-class Missing(str, Enum):
-    """Why a board row has no interval."""
-
-    UNBOUNDED = "unbounded"  # the verdicts, or too many resamples of them, do not bound the rating
-    NO_SPREAD = "no_spread"  # every resample gives the same rating: resampling cannot measure its spread
 
 
 class Resampled(NamedTuple):

@@ -28,7 +28,7 @@ class ComponentCoefficient:
 
 @dataclass(frozen=True)
 class StyledBoard:
-    """Rows as on the plain board, rating and interval style-controlled (`extra` adds
+    """Rows as on the plain board, rating and interval style-controlled (adding
     `plain_rating`, `plain_ci_low`, `plain_ci_high`), best first within each component; and
     each component's coefficients."""
 
@@ -41,8 +41,8 @@ def styled_board(rows: Sequence[StyledRow], level: Level, plain: Sequence[Rating
 
     Raises `leaderboard.style.StyleUnavailable` when a side has no output (an imported battle).
     """
-    component = {r.player: int(r.extra.get("component", 1)) for r in plain}
-    bounded = {int(r.extra.get("component", 1)): bool(r.extra.get("bounded", True)) for r in plain}
+    component = {r.player: r.component for r in plain}
+    bounded = {r.component: r.bounded for r in plain}
     styles: dict[str, Style | None] = {}
 
     def style(text: str) -> Style | None:
@@ -74,21 +74,21 @@ def styled_board(rows: Sequence[StyledRow], level: Level, plain: Sequence[Rating
 
 def refitted_rows(plain: Sequence[Rating], fitted: dict[str, tuple[float, float, float]]) -> list[Rating]:
     """The plain rows with refitted (rating, low, high) (style-controlled, or Davidson's), the
-    plain ones kept in `extra` as `plain_*`, re-ranked within each bounded component (an
+    plain ones kept as `plain_*`, re-ranked within each bounded component (an
     unbounded one keeps the ranks its clean wins give)."""
     by_piece: dict[int, list[Rating]] = {}
     for r in plain:
         rating, low, high = fitted[r.player]
-        extra = {**r.extra, "plain_rating": r.rating, "plain_ci_low": r.ci_low, "plain_ci_high": r.ci_high}
-        by_piece.setdefault(int(r.extra.get("component", 1)), []).append(
-            dataclasses.replace(r, rating=rating, ci_low=low, ci_high=high, extra=extra))
+        by_piece.setdefault(r.component, []).append(
+            dataclasses.replace(r, rating=rating, ci_low=low, ci_high=high,
+                                plain_rating=r.rating, plain_ci_low=r.ci_low, plain_ci_high=r.ci_high))
     out: list[Rating] = []
     for piece in sorted(by_piece):
         members = by_piece[piece]
-        if all(r.extra.get("bounded", True) for r in members):
+        if all(r.bounded for r in members):
             ranks = rank_intervals({r.player: (r.ci_low, r.ci_high) for r in members})
             members.sort(key=lambda r: (-round(r.rating, 9), r.player))
-            for position, r in enumerate(members, start=1):
-                r.extra.update(rank=position, rank_low=ranks[r.player][0], rank_high=ranks[r.player][1])
+            members = [dataclasses.replace(r, rank=position, rank_low=ranks[r.player][0], rank_high=ranks[r.player][1])
+                       for position, r in enumerate(members, start=1)]
         out += members
     return out

@@ -122,7 +122,7 @@ def board_from_counts(
 
     Each component is fitted on its own: rating/ci_low/ci_high are Bradley-Terry with the
     default ridge and a 95% closed-form (Fisher) interval, the component's mean player at 1000,
-    so ratings compare within a component only. `extra`: `component`, `rank` (1-based position
+    so ratings compare within a component only. Also filled in: `component`, `rank` (1-based position
     within the component), `rank_low`/`rank_high` (best and worst rank there the intervals allow,
     see `leaderboard.ranks`), `bounded`, `points` (wins + ½ ties) and `win_rate`.
 
@@ -176,15 +176,13 @@ def _component_rows(
                 losses=record.losses,
                 ties=record.ties,
                 matches=record.matches,
-                extra={
-                    "component": component,
-                    "bounded": found.bounded,
-                    "rank": position,
-                    "rank_low": ranks[player][0],
-                    "rank_high": ranks[player][1],
-                    "points": record.points,
-                    "win_rate": record.win_rate,
-                },
+                component=component,
+                bounded=found.bounded,
+                rank=position,
+                rank_low=ranks[player][0],
+                rank_high=ranks[player][1],
+                points=record.points,
+                win_rate=record.win_rate,
             )
         )
     return rows

@@ -37,7 +37,7 @@ class TieParameter:
 
 @dataclass(frozen=True)
 class TiedBoard:
-    """Rows as on the plain board, rating and interval from the Davidson fit (`extra` adds
+    """Rows as on the plain board, rating and interval from the Davidson fit (adding
     `plain_rating`, `plain_ci_low`, `plain_ci_high`), best first within each component; and each
     component's tie parameter, largest component first."""
 
@@ -53,9 +53,9 @@ def tied_board(plain: Sequence[Rating], counts: PairCounts) -> TiedBoard:
     members: dict[int, list[str]] = {}
     bounded: dict[int, bool] = {}
     for r in plain:
-        piece = int(r.extra.get("component", 1))
+        piece = r.component
         members.setdefault(piece, []).append(r.player)
-        bounded[piece] = bool(r.extra.get("bounded", True))
+        bounded[piece] = r.bounded
     index = {player: i for i, player in enumerate(counts.players)}
     fitted: dict[str, tuple[float, float, float]] = {}
     parameters: list[TieParameter] = []

@@ -5,9 +5,8 @@ all speak in the same terms without importing each other.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from .conversation import Turn, canonical
 
@@ -203,9 +202,17 @@ class Battle:
     weight: float = 1.0
 
 
+class Missing(str, Enum):
+    """Why a board row has no interval."""
+
+    UNBOUNDED = "unbounded"  # the verdicts, or too many resamples of them, do not bound the rating
+    NO_SPREAD = "no_spread"  # every resample gives the same rating: resampling cannot measure its spread
+
+
 @dataclass(frozen=True)
 class Rating:
-    """One row of a leaderboard."""
+    """One row of a leaderboard. The fields after `matches` say where the row stands; a row
+    made by hand may leave them out, and their defaults are what every reader assumes then."""
 
     player: str
     rating: float
@@ -216,4 +223,14 @@ class Rating:
     losses: int
     ties: int
     matches: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    component: int = 1  # the connected component (1 = the largest), see `leaderboard.components`
+    bounded: bool = True  # False: the component's verdicts do not bound its ratings (`leaderboard.bounds`)
+    rank: int | None = None  # within the component; None: the row's position stands in
+    rank_low: int | None = None  # the best rank the interval allows
+    rank_high: int | None = None  # the worst
+    points: float | None = None  # wins plus half the ties (`leaderboard.standings.Record`)
+    win_rate: float | None = None
+    ci_missing: Missing | None = None  # why a resampled interval is missing
+    plain_rating: float | None = None  # a refitted board's (style control, Davidson) plain fit
+    plain_ci_low: float | None = None
+    plain_ci_high: float | None = None

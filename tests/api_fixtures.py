@@ -21,6 +21,7 @@ from service.config import Settings
 from service.store import Store
 from service.store.queue import SERIALIZER
 from service.web.app import create_app
+from service.web.state import AppState, app_state
 
 __all__ = ["api_database_url", "api_settings", "client", "make_client", "queue"]  # fixtures; the rest by name
 
@@ -75,6 +76,11 @@ def queue(api_settings: Settings, redis_url: str) -> Iterator[Queue]:
     redis.close()
 
 
+def app_state_of(client: TestClient) -> AppState:
+    """The typed state (`service.web.state`) of the app behind `client`."""
+    return app_state(client.app)  # type: ignore[arg-type]  # TestClient types its app as any ASGI app
+
+
 def store_of(client: TestClient) -> Store:
     """The store the app behind `client` uses."""
-    return client.app.state.store  # type: ignore[attr-defined]
+    return app_state_of(client).store

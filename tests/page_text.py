@@ -11,6 +11,8 @@ from html.parser import HTMLParser
 import httpx
 from fastapi.testclient import TestClient
 
+from tests.api_fixtures import app_state_of
+
 
 class _Tables(HTMLParser):
     """Collects every <table>: its label and its rows (body and head) as cell texts."""
@@ -100,12 +102,12 @@ def settled(client: TestClient, path: str) -> httpx.Response:
     second for a board's first fit, effects and flags; on a loaded machine that second can pass
     and the page is then (rightly) served pending, without an ETag: wait for the background work
     and ask again."""
-    state = client.app.state  # type: ignore[attr-defined]
+    state = app_state_of(client)
     page = client.get(path)
     for _ in range(6):  # a board, then its flags and effects: each may start the next
         if "etag" in page.headers:
             break
-        for refreshes in (state.pages._refreshes, state.flags._refreshes, state.boards._boards._refreshes):
+        for refreshes in (state.pages._refreshes, state.flags._refreshes, state.boards._boards._refreshes):  # type: ignore[attr-defined]
             refreshes.join_all(30)
         page = client.get(path)
     return page

@@ -16,6 +16,7 @@ from leaderboard.types import Winner
 from service.config import Settings
 from service.store import NewJudgement, Store
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import Failure, FakeAnthropic, block, verdict_json
 from tests.worker_fixtures import work_until
 from workers.analysis import AnalysisParseError, parse_analysis
@@ -56,7 +57,7 @@ def client(env: Settings) -> Iterator[TestClient]:
 
 
 def store_of(client: TestClient) -> Store:
-    return client.app.state.store  # type: ignore[attr-defined]
+    return app_state_of(client).store
 
 
 def judged_tie(client: TestClient, env: Settings) -> int:

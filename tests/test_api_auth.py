@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.config import Settings
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 
 KEY = "test-key"
 SUBMISSION = {"question": "q", "model": "m", "output": "o"}
@@ -128,7 +129,7 @@ def test_health_is_503_when_the_database_fails(settings: Settings, tmp_path: Pat
     with TestClient(create_app(bad)) as client:
         (tmp_path / "db").unlink()
         (tmp_path / "db").mkdir()  # the file is gone and cannot come back
-        client.app.state.store.close()  # type: ignore[attr-defined]  # drop the open connections
+        app_state_of(client).store.close()  # drop the open connections
         response = client.get("/api/health")
         assert response.status_code == 503
         assert response.json()["database"] == "down"

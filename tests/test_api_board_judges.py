@@ -17,7 +17,7 @@ from leaderboard.types import Level, Submission, Winner
 from service.config import DEFAULT_JUDGE, Settings
 from service.store.imports import ImportedJudgement
 from service.usecases.boards import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED
-from tests.api_fixtures import MakeClient, store_of
+from tests.api_fixtures import MakeClient, app_state_of, store_of
 from tests.page_text import rows_of, visible
 from tests.test_api_leaderboard import (
     AUTH,
@@ -217,7 +217,7 @@ def test_bootstrap_intervals_are_reproducible_and_cached_per_revision(
     assert [r["rating"] for r in boot["rows"]] == pytest.approx([r["rating"] for r in closed["rows"]])
     assert [(r["ci_low"], r["ci_high"]) for r in boot["rows"]] != [(r["ci_low"], r["ci_high"]) for r in closed["rows"]]
 
-    store, cache = store_of(client), client.app.state.boards  # type: ignore[attr-defined]
+    store, cache = store_of(client), app_state_of(client).boards
     kept = cache.bootstrapped(Level.MODEL, judge=DEFAULT_JUDGE)
     assert cache.bootstrapped(Level.MODEL, judge=DEFAULT_JUDGE) is kept  # one computation per revision
     assert board(client, intervals="bootstrap") == boot

@@ -17,6 +17,7 @@ from joust import Client, Flag
 from leaderboard.length_flag import length_excess
 from leaderboard.types import Level, Submission, Winner
 from service.cli.remote_cli import _board_columns
+from tests.api_fixtures import app_state_of
 from tests.page_text import rows_of, settled, visible
 from tests.test_api_leaderboard import AUTH, api_settings, board, start, work  # noqa: F401  (a fixture)
 from tests.test_flags import NULL_OUTPUT, WORDS
@@ -78,8 +79,8 @@ def test_planted_players_are_flagged_and_honest_ones_are_not(client: TestClient,
     work(client, queue, swayed_judge())
     alone = board(client, judge=SWAYED)
     # one judge: `favoured` and `strong` both win far beyond their length, and neither is flagged
-    swayed = client.app.state.boards.judged(Level.MODEL, judge=SWAYED)[1]  # type: ignore[attr-defined]
-    lengths = client.app.state.flags._text_flags(Level.MODEL).lengths  # type: ignore[attr-defined]
+    swayed = app_state_of(client).boards.judged(Level.MODEL, judge=SWAYED)[1]
+    lengths = app_state_of(client).flags._text_flags(Level.MODEL).lengths
     assert set(length_excess(swayed.counts, lengths)) == {"favoured", "strong"}
     assert kinds(alone) == {**EXPECTED, "favoured": set()}
     start(client, judge=FAIR)
@@ -160,7 +161,7 @@ def test_imported_battles_without_outputs_are_not_flagged(client: TestClient, tm
     lines += [f"a,b,{'model_a' if q % 10 else 'model_b'},q{q}" for q in range(60)]
     lines += [f"a,c,model_a,q{q}" for q in range(60)] + [f"b,c,{'model_a' if q % 2 else 'model_b'},q{q}" for q in range(60)]
     path.write_text("\n".join(lines) + "\n")
-    load_battles(client.app.state.store, path)  # type: ignore[attr-defined]
+    load_battles(app_state_of(client).store, path)
     body = board(client)
     assert [r["player"] for r in body["rows"]] == ["a", "b", "c"]
     assert all(r["flags"] == [] for r in body["rows"])
@@ -180,6 +181,6 @@ def test_the_page_serves_the_last_flags_while_new_outputs_are_read(client: TestC
     stale = client.get("/")  # the last pass's flags at once, a new pass in the background: pending
     assert "etag" not in stale.headers and '~pending"' in stale.text
     assert "honest-1 ⚑ flagged" not in visible(stale.text)
-    client.app.state.flags._refreshes.join(Level.MODEL, 30)  # type: ignore[attr-defined]
+    app_state_of(client).flags._refreshes.join(Level.MODEL, 30)
     fresh = client.get("/")
     assert "etag" in fresh.headers and "honest-1 ⚑ flagged" in visible(fresh.text)

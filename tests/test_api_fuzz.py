@@ -46,7 +46,7 @@ from service.config import Settings
 from service.ops.redis_server import RedisServer
 from service.store.queue import SERIALIZER
 from service.web.app import create_app
-from tests.api_fixtures import ANTHROPIC_KEY, API_KEY
+from tests.api_fixtures import ANTHROPIC_KEY, API_KEY, app_state_of
 from tests.test_api_leaderboard import by_strength, start, submit, work
 
 # Its module-scoped fixture is built once: every test of the module runs in one of the suite's processes.
@@ -93,7 +93,7 @@ def fuzzed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             assert client.app.openapi() == DOCUMENT  # type: ignore[attr-defined]
             submit(client, ["q1", "q2"], [("a", "plain"), ("b", "plain"), ("b", "fancy")])
             start(client)
-            queue = Queue(settings.queue_name, connection=client.app.state.redis,  # type: ignore[attr-defined]
+            queue = Queue(settings.queue_name, connection=app_state_of(client).redis,
                           serializer=SERIALIZER)
             tie_between_scenarios = by_strength("a", "b")  # b/plain and b/fancy tie
             assert work(client, queue, tie_between_scenarios) == 6

@@ -19,9 +19,11 @@ from leaderboard.types import Winner
 from service.config import Settings
 from service.store import Store
 from service.store.imports import ImportedJudgement
+from service.store.queue import job_queue
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
-from workers.worker import JoustWorker, job_queue
+from workers.worker import JoustWorker
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -85,7 +87,7 @@ def test_judge_health_of_judges_run_by_the_worker(client: TestClient, settings: 
     view = run_tournament(client, settings, BROKEN)
     assert (view["matches_done"], view["matches_failed"]) == (0, 3)
 
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     store.import_judgements(name="panel", source="test", judge="human/panel", criteria="overall", rows=[
         ImportedJudgement(key="vote-1", a_id=ids["mid"], b_id=ids["good"], outcome=Winner.B,
                           calls=[{"first": ids["mid"], "winner": "B"}]),

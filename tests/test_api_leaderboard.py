@@ -17,6 +17,7 @@ from leaderboard.types import Level, Submission, Winner
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import NewJudgement, Store
 from service.web.routes.leaderboard import board_at, compute_board
+from tests.api_fixtures import app_state_of
 from tests.page_text import rows_of, visible
 from tests.test_boards import counted_seqs
 
@@ -49,7 +50,7 @@ def start(client: TestClient, **body: object) -> int:
 def work(client: TestClient, queue: Queue, prefer: Prefer, consistent: bool = True) -> int:
     """Do what a worker does for every job on the queue: reuse a judgement stored under the
     pair's key, or judge with `prefer` and store it. Returns how many judgements were new."""
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     new = 0
     for job in queue.get_jobs():
         ctx = store.match_context(job.args[0])
@@ -253,7 +254,7 @@ def test_empty_board(client: TestClient) -> None:
 
 def test_the_board_follows_new_judgements_at_once(client: TestClient, queue: Queue) -> None:
     """Each request after a resolve includes it, through the cache, and equals a rebuild."""
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     models = [("a", "s1"), ("b", "s1"), ("c", "s2")]
     submit(client, ["q1"], models)
     start(client)
@@ -331,7 +332,7 @@ def test_effects_say_what_a_scenario_is_worth(client: TestClient, queue: Queue) 
 
 def test_concurrent_requests_while_judgements_resolve(client: TestClient, queue: Queue) -> None:
     """Readers in threads see boards equal to a rebuild at their revision: nothing counted twice."""
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     systems = [(m, "default") for m in ("a", "b", "c", "d")]
     submit(client, [f"q{i}" for i in range(8)], systems)
     start(client)

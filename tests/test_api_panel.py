@@ -19,11 +19,13 @@ from fastapi.testclient import TestClient
 from redis import Redis
 
 from service.config import Settings
+from service.store.queue import job_queue
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
 from tests.fake_openai import FakeOpenAI
 from workers import runtime
-from workers.worker import JoustWorker, job_queue
+from workers.worker import JoustWorker
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -99,7 +101,7 @@ def run_panel(client: TestClient, settings: Settings, **body: Any) -> dict:
 
 def failures(client: TestClient, tid: int) -> object:
     """Why a run's matches failed, for an assertion's message."""
-    return client.app.state.store.tournament_failures(tid)  # type: ignore[attr-defined]
+    return app_state_of(client).store.tournament_failures(tid)
 
 
 def verdicts(client: TestClient, tid: int) -> list[dict]:
@@ -137,7 +139,7 @@ def test_a_majority_panel_then_a_split_panel_reusing_a_member(
     judged = verdicts(client, view["id"])
     assert len(judged) == 3
     ranks = {m: i for i, m in enumerate(MODELS)}
-    model = {sub.id: sub.model for sub in client.app.state.store.select_submissions()}  # type: ignore[attr-defined]
+    model = {sub.id: sub.model for sub in app_state_of(client).store.select_submissions()}
     for j in judged:
         assert j["judge"] == panel and j["cost_usd"] == 0.0
         better = min(model[j["a"]], model[j["b"]], key=ranks.__getitem__)
@@ -213,7 +215,7 @@ def test_a_member_without_a_verdict_fails_the_panels_match_naming_it(
     openai.decide = malformed("Both have merits.")  # the openai judge never gives a readable verdict
     view = run_panel(client, settings, judges=[ONE, CONTRA], panel="broken")
     assert (view["matches_done"], view["matches_failed"]) == (0, 3)
-    [group] = client.app.state.store.tournament_failures(view["id"]).groups  # type: ignore[attr-defined]
+    [group] = app_state_of(client).store.tournament_failures(view["id"]).groups
     assert group.matches == 3 and f"no verdict from {CONTRA}" in group.error
 
 

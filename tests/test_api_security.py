@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.config import Settings
 from service.web.app import create_app
-from tests.api_fixtures import API_KEY, MakeClient
+from tests.api_fixtures import API_KEY, MakeClient, app_state_of
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 HEADERS = {
@@ -107,7 +107,7 @@ def test_a_server_error_has_the_headers(api_settings: Settings, monkeypatch: pyt
         def fail(**_: object) -> list[dict]:
             raise RuntimeError("the database fell over")
 
-        monkeypatch.setattr(client.app.state.store, "list_tournaments", fail)  # type: ignore[attr-defined]
+        monkeypatch.setattr(app_state_of(client).store, "list_tournaments", fail)
         response = client.get("/api/tournaments")
     assert response.status_code == 500
     assert response.json() == {"error": "internal server error"}

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from rq import Queue
 
 from leaderboard.types import Submission, Winner
+from tests.api_fixtures import app_state_of
 from tests.test_api_leaderboard import AUTH, api_settings, board, start, work  # noqa: F401  (a fixture)
 
 QUALITY = {"sharp": 2.0, "padded": 0.0, "weak": -2.0}
@@ -59,7 +60,7 @@ def test_style_control_refuses_what_it_cannot_measure(client: TestClient, tmp_pa
 
     path = tmp_path / "battles.csv"
     path.write_text("model_a,model_b,winner,question_id\na,b,model_a,q1\nb,c,model_b,q1\na,c,model_a,q2\n")
-    load_battles(client.app.state.store, path)  # type: ignore[attr-defined]
+    load_battles(app_state_of(client).store, path)
     response = client.get("/api/leaderboard", params={"control": "style"})
     assert response.status_code == 422
     assert "battles have no outputs" in response.json()["error"]

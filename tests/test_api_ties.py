@@ -14,6 +14,7 @@ from leaderboard.players import battles_at_level
 from leaderboard.ties import fit_with_ties
 from leaderboard.types import Level, Submission, Winner
 from service.store import Store
+from tests.api_fixtures import app_state_of
 from tests.test_api_leaderboard import AUTH, api_settings, board, start, work  # noqa: F401  (a fixture)
 
 STRENGTH = {"a": 1.0, "b": 0.3, "c": -1.0, "x": 0.5, "y": -0.5}
@@ -50,7 +51,7 @@ def test_davidson_board_is_the_tie_model_fitted_per_component(client: TestClient
     assert plain["components"] == 2
     tied = board(client, ties="davidson")
     assert tied["ties"] == "davidson" and tied["judgements"] == plain["judgements"]
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     battles = battles_at_level(store.side_rows(judge=plain["judge"]), Level.MODEL)
     rows = {r["player"]: r for r in tied["rows"]}
     plain_rows = {r["player"]: r for r in plain["rows"]}

@@ -20,6 +20,7 @@ from service.config import DEFAULT_JUDGE, Settings
 from service.store import NewJudgement, Store
 from service.store.queue import SERIALIZER
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 
 KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -52,7 +53,7 @@ def queue(redis_url: str) -> Iterator[Queue]:
 
 
 def store_of(client: TestClient) -> Store:
-    return client.app.state.store  # type: ignore[attr-defined]
+    return app_state_of(client).store
 
 
 def start(client: TestClient, **body: object) -> dict:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from leaderboard.types import PLACEHOLDER_OUTPUT, Winner
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
-from tests.api_fixtures import API_KEY, MakeClient, store_of
+from tests.api_fixtures import API_KEY, MakeClient, app_state_of, store_of
 from tests.page_text import heads, rows_of
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -320,7 +320,7 @@ def test_the_page_shows_agreement_without_ties(client: TestClient, voted: dict[s
 
 
 def test_each_reference_set_is_cached_apart_and_kept_current(client: TestClient, voted: dict[str, int]) -> None:
-    cache = client.app.state.judge_health  # type: ignore[attr-defined]
+    cache = app_state_of(client).judge_health
     two = {"humans": "human/alice,human/bob"}
 
     def gpt4(**params: Any) -> tuple[float, int]:

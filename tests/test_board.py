@@ -42,8 +42,9 @@ def test_board_rows_join_the_views() -> None:
         assert row.matches == row.wins + row.losses + row.ties
     top, middle, bottom = board
     assert (top.wins, top.losses, top.ties, top.matches) == (3, 1, 0, 4)
-    assert top.extra == {"component": 1, "bounded": True, "rank": 1, "rank_low": 1, "rank_high": 3, "points": 3.0, "win_rate": 0.75}
-    assert [row.extra["rank"] for row in board] == [1, 2, 3]
+    assert (top.component, top.bounded, top.rank, top.rank_low, top.rank_high, top.points, top.win_rate) == (1, True, 1, 1, 3, 3.0, 0.75)
+    assert (top.ci_missing, top.plain_rating, top.plain_ci_low, top.plain_ci_high) == (None, None, None, None)
+    assert [row.rank for row in board] == [1, 2, 3]
     assert (middle.wins, middle.losses, middle.ties) == (2, 2, 1)
     assert (bottom.wins, bottom.losses, bottom.ties) == (0, 2, 1)
     assert board[0].rating > board[1].rating > board[2].rating
@@ -83,7 +84,7 @@ def test_rank_intervals_separate_clear_gaps_and_join_close_players() -> None:
         + [Battle("low1", "low2", Winner.A), Battle("low1", "low2", Winner.B)] * 10
     )
     board = build_board(battles)
-    ranks = {row.player: (row.extra["rank_low"], row.extra["rank"], row.extra["rank_high"]) for row in board}
+    ranks = {row.player: (row.rank_low, row.rank, row.rank_high) for row in board}
     assert ranks["top"] == (1, 1, 1)
     assert ranks["mid"] == (2, 2, 2)
     assert {ranks["low1"][0], ranks["low1"][2], ranks["low2"][0], ranks["low2"][2]} == {3, 4}

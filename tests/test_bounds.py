@@ -71,13 +71,13 @@ def test_a_board_shows_no_interval_the_verdicts_do_not_bound() -> None:
     ridge = bradley_terry_intervals(field(top_loses=False))
     assert ridge["top"][2] - ridge["top"][1] > 1000  # what the board showed before
     rows = {r.player: r for r in build_board(field(top_loses=False))}
-    assert [(r.extra["bounded"], math.isnan(r.ci_low), math.isnan(r.ci_high)) for r in rows.values()] == \
+    assert [(r.bounded, math.isnan(r.ci_low), math.isnan(r.ci_high)) for r in rows.values()] == \
         [(False, True, True)] * 4
-    assert (rows["top"].extra["rank"], rows["top"].extra["rank_low"], rows["top"].extra["rank_high"]) == (1, 1, 1)
-    assert {p: (rows[p].extra["rank_low"], rows[p].extra["rank_high"]) for p in "abc"} == {p: (2, 4) for p in "abc"}
+    assert (rows["top"].rank, rows["top"].rank_low, rows["top"].rank_high) == (1, 1, 1)
+    assert {p: (rows[p].rank_low, rows[p].rank_high) for p in "abc"} == {p: (2, 4) for p in "abc"}
 
     bounded = build_board(field(top_loses=True))  # one loss bounds top: every interval is the data's
-    assert all(r.extra["bounded"] for r in bounded)
+    assert all(r.bounded for r in bounded)
     assert max(r.ci_high - r.ci_low for r in bounded) < 1000
 
 

@@ -270,8 +270,8 @@ def test_whiskers_sit_where_the_axis_puts_their_bounds() -> None:
 
 
 def test_read_intervals_drops_the_interval_of_an_unbounded_group() -> None:
-    rows = [Rating("a", 1050.0, 1000.0, 1100.0, 1050.0, 3, 1, 0, 4, {"bounded": True}),
-            Rating("b", 1010.0, 990.0, 1030.0, 1000.0, 2, 2, 0, 4, {"bounded": False}),
+    rows = [Rating("a", 1050.0, 1000.0, 1100.0, 1050.0, 3, 1, 0, 4, bounded=True),
+            Rating("b", 1010.0, 990.0, 1030.0, 1000.0, 2, 2, 0, 4, bounded=False),
             Rating("c", 950.0, math.nan, math.nan, 950.0, 1, 3, 0, 4)]
     assert read_intervals(rows) == [Interval("a", 1050.0, 1000.0, 1100.0, 4), Interval("b", 1010.0, None, None, 4),
                                     Interval("c", 950.0, None, None, 4)]

@@ -55,11 +55,11 @@ def test_a_bigger_piece_comes_first_whatever_its_names() -> None:
 def test_two_groups_are_ranked_apart_with_honest_intervals() -> None:
     battles = group("abc") + group("xyz")
     board = build_board(battles)
-    assert [(r.player, r.extra["component"], r.extra["rank"]) for r in board] == [
+    assert [(r.player, r.component, r.rank) for r in board] == [
         ("a", 1, 1), ("b", 1, 2), ("c", 1, 3), ("x", 2, 1), ("y", 2, 2), ("z", 2, 3),
     ]
     for row in board:
-        assert 1 <= row.extra["rank_low"] <= row.extra["rank"] <= row.extra["rank_high"] <= 3
+        assert 1 <= row.rank_low <= row.rank <= row.rank_high <= 3
         width = row.ci_high - row.ci_low
         assert math.isfinite(width) and 0 < width < 400, (row.player, width)
     # each group's ratings equal the fit of that group alone (mean player at 1000)
@@ -115,10 +115,10 @@ def test_with_intervals_ranks_within_each_component() -> None:
               "y": (950.0, 1050.0)}
     rows = with_intervals(board, bounds)
     assert [(r.player, r.ci_low, r.ci_high) for r in rows] == [(p, *bounds[p]) for p in "abcxy"]
-    assert [(r.extra["rank"], r.extra["rank_low"], r.extra["rank_high"]) for r in rows] == [
+    assert [(r.rank, r.rank_low, r.rank_high) for r in rows] == [
         (1, 1, 1), (2, 2, 3), (3, 2, 3), (1, 1, 2), (2, 1, 2),
     ]
     assert [r.rating for r in rows] == [r.rating for r in board]
-    assert board[0].extra["rank_high"] == 3  # the input rows are left as they were
+    assert board[0].rank_high == 3  # the input rows are left as they were
     missing = with_intervals(board, {})
-    assert all(math.isnan(r.ci_low) and r.extra["rank_low"] == 1 for r in missing)
+    assert all(math.isnan(r.ci_low) and r.rank_low == 1 for r in missing)

@@ -17,11 +17,12 @@ from service.config import Settings
 from service.ops.liveness import worker_reaches
 from service.ops.redis_server import RedisServer
 from service.store import Store
+from service.store.queue import job_queue
 from service.web.app import create_app
-from tests.api_fixtures import API_KEY, MakeClient
+from tests.api_fixtures import API_KEY, MakeClient, app_state_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import start, submit, work
-from workers.worker import JoustWorker, job_queue
+from workers.worker import JoustWorker
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 KEYLESS = {"anthropic_api_key": None, "openai_api_key": None, "openai_base_url": None, "judge_endpoints": {}}
@@ -76,7 +77,7 @@ def test_an_api_without_keys_refuses_a_judge_no_live_worker_can_reach_saying_whe
 
 
 def store_of_client(client: TestClient) -> Store:
-    return client.app.state.store  # type: ignore[attr-defined]
+    return app_state_of(client).store
 
 
 def test_only_the_live_workers_of_the_queue_are_asked(redis_url: str) -> None:

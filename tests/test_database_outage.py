@@ -32,7 +32,7 @@ from service.config import Settings
 from service.ops.scheduler import Scheduler
 from service.store import Store, StoreUnavailable
 from service.store import schema as s
-from service.store.queue import JobQueue
+from service.store.queue import JobQueue, job_queue
 from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.joust_up import start_joust, stop_joust
@@ -43,7 +43,7 @@ from workers import runtime
 from workers.leases import LEASES
 from workers.outage import OWN_ERRORS, DatabaseWatch
 from workers.unrecorded import PENDING
-from workers.worker import JoustWorker, job_queue
+from workers.worker import JoustWorker
 
 MODELS = ["m1", "m2", "m3", "m4", "m5", "m6"]
 JUDGE = "anthropic/claude-sonnet-4-5"  # priced: what was paid shows in the spend

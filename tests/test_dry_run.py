@@ -19,6 +19,7 @@ from service.cli import main
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import Store
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.serving import serving
 from tests.test_jobs import work
@@ -64,7 +65,7 @@ def dry(client: TestClient, **body: object) -> dict:
 
 
 def nothing_created(client: TestClient, env: Settings) -> bool:
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     with store.engine.connect() as conn:
         rows = conn.execute(text("select (select count(*) from tournaments) + (select count(*) from matches)")).scalar()
     return rows == 0 and Queue(env.queue_name, connection=Redis.from_url(env.redis_url)).count == 0
@@ -91,7 +92,7 @@ def test_a_dry_run_counts_calls_and_cost_and_creates_nothing(client: TestClient,
 
 
 def test_a_dry_run_predicts_the_real_run(client: TestClient, env: Settings, fake: FakeAnthropic) -> None:
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
+    store: Store = app_state_of(client).store
     first = client.post("/api/tournaments", json={"judge": FAKE_JUDGE, "questions": ["q2"]}, headers=AUTH).json()
     work(env, store, first["id"])
     assert fake.replies == 6

@@ -205,7 +205,7 @@ def test_each_group_of_systems_is_fitted_apart_as_the_board_does() -> None:
     board = build_board([(f"{r.a_model} + {r.a_scenario}", f"{r.b_model} + {r.b_scenario}", r.winner, r.question_id)
                          for r in main + other + ORDERED])
     for group in together.groups:
-        members = {r.player for r in board if r.extra["component"] == group.component}
+        members = {r.player for r in board if r.component == group.component}
         assert {p.split(" + ")[0] for p in members} == set(group.models)
 
 

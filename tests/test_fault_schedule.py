@@ -33,6 +33,7 @@ from redis import Redis
 
 from service.config import Settings
 from service.store import Store
+from service.store.queue import job_queue
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.fault_clients import Clients
 from tests.fault_history import DISK, History, check, paid_calls, read_state
@@ -42,7 +43,6 @@ from tests.required import skip_required
 from tests.test_full_disk import fill, mount_tmpfs, unmount
 from workers import runtime
 from workers.engine import JUDGE_MATCH, OVERDUE_S
-from workers.worker import job_queue
 
 MODELS = [f"m{i}" for i in range(8)]
 QUESTIONS = 5  # 8 models, 5 questions: 140 matches, 280 calls (enough to outlast the schedule)

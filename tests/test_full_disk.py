@@ -27,12 +27,13 @@ from sqlalchemy import event
 from service.config import Settings
 from service.ops.redis_server import RedisServer
 from service.store import Store
+from service.store.queue import job_queue
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.joust_up import start_joust, stop_joust
 from workers.engine import JUDGE_MATCH
 from workers.redis_full import refusal, wait_until_writable
-from workers.worker import job_queue
 
 POLL_S = 0.05
 BOUND_S = 60  # a bound for a state to come, not a measure
@@ -101,7 +102,7 @@ def test_sqlites_own_disk_full_error_is_a_507_that_stored_nothing(tmp_path: Path
     unavailable (down or restarting)", which it is not."""
     settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url, api_key=KEY)
     with TestClient(create_app(settings)) as client:
-        store: Store = client.app.state.store  # type: ignore[attr-defined]
+        store: Store = app_state_of(client).store
         pages = store.engine.connect().exec_driver_sql("PRAGMA page_count").scalar()
 
         @event.listens_for(store.engine, "connect")

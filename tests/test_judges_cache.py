@@ -21,7 +21,7 @@ from service.config import Settings
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
 from service.usecases.judge_health_cache import JudgeHealthCache
-from tests.api_fixtures import store_of
+from tests.api_fixtures import app_state_of, store_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import always, malformed, prefer
 from tests.page_text import tables
@@ -40,7 +40,7 @@ def api_settings(env: Settings) -> Settings:
 
 def cache_of(client: TestClient) -> JudgeHealthCache:
     """The one judge-health cache of the app behind `client` (made by its first request)."""
-    cache = client.app.state.judge_health  # type: ignore[attr-defined]
+    cache = app_state_of(client).judge_health
     assert isinstance(cache, JudgeHealthCache)
     return cache
 

@@ -15,7 +15,7 @@ from leaderboard.types import Winner
 from service.config import DEFAULT_JUDGE, Settings
 from service.store import NewJudgement, Store
 from service.store.imports import ImportedJudgement, NewScore
-from tests.api_fixtures import store_of
+from tests.api_fixtures import app_state_of, store_of
 from tests.page_text import heads, rows_of, tables, visible
 
 KEY = "page-key"
@@ -200,7 +200,7 @@ def judge_both_orders(store: Store, match_id: int, reminded: bool = False) -> No
 
 def test_health_is_recomputed_only_when_judgements_or_parse_failures_change(client: TestClient, queue: Queue) -> None:
     store = store_of(client)
-    cache = client.app.state.judge_health  # type: ignore[attr-defined]
+    cache = app_state_of(client).judge_health
     assert cache.computations == 0
     submit(client, {"m1": "1" * 10, "m2": "2" * 20, "m3": "3" * 30})
     first, second, third = start(client, queue, "q1")

@@ -14,7 +14,7 @@ from leaderboard.types import Level, Winner
 from service.config import Settings
 from service.store.imports import ImportedJudgement
 from service.web.pages.prepared import View
-from tests.api_fixtures import MakeClient, store_of
+from tests.api_fixtures import MakeClient, app_state_of, store_of
 from tests.page_text import rows_of, settled, visible
 
 KEY = "board-key"
@@ -197,7 +197,7 @@ def test_a_page_with_effects_still_being_refitted_is_fetched_again(client: TestC
     stale = client.get(f"/?judge={JUDGE}")  # the effects are refitted in the background; the page does not wait
     assert "etag" not in stale.headers and 'data-mark="' in stale.text and '~pending"' in stale.text
     assert "newer being added" in visible(stale.text)
-    cache = client.app.state.boards  # type: ignore[attr-defined]
+    cache = app_state_of(client).boards
     assert cache.effects_soon(wait_s=30, judge=JUDGE).revision == store_of(client).revision()
     fresh = client.get(f"/?judge={JUDGE}")
     assert "etag" in fresh.headers and "~pending" not in fresh.text
@@ -207,7 +207,7 @@ def test_a_board_slow_to_fit_is_refitted_behind_the_page(client: TestClient) -> 
     """A board whose fit is slow (hundreds of players; here every fit counts as slow) is served
     from its last fit while the refit runs, and says so; the API's board stays current."""
     seed(client, random.Random(11), questions=2)
-    cache = client.app.state.boards._boards  # type: ignore[attr-defined]  # the cache behind its timing
+    cache = app_state_of(client).boards._boards  # type: ignore[attr-defined]  # the cache behind its timing
     cache.slow_fit_s = 0.0
     first = settled(client, f"/?judge={JUDGE}")
     assert matches(first.text) == 2 * 6 and "etag" in first.headers
@@ -229,7 +229,7 @@ def test_a_big_board_is_prepared_behind_the_page(client: TestClient) -> None:
     as big) is served as last prepared while the current one is prepared in the background, and
     says so; once prepared, the page is current again, and one unchanged board is not drawn twice."""
     seed(client, random.Random(12), questions=2)
-    pages = client.app.state.pages  # type: ignore[attr-defined]
+    pages = app_state_of(client).pages
     pages.behind_from = 0
     view = View(Level.MODEL, JUDGE, None, None)
     first = settled(client, f"/?judge={JUDGE}")

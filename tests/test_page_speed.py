@@ -16,7 +16,7 @@ import service.web.pages.counted
 from leaderboard.types import Level
 from service.config import Settings
 from service.web.routes.page_tournaments import LISTS
-from tests.api_fixtures import store_of
+from tests.api_fixtures import app_state_of, store_of
 from tests.page_text import visible
 from tests.test_page_tournaments import JUDGE, KEY, QUEUE, create, judge, submit
 
@@ -61,7 +61,7 @@ def test_a_tournament_board_is_served_stale_while_a_newer_one_is_computed(
     assert first.status_code == 200 and not pending(first) and "newer being added" not in visible(first.text)
     old = store.revision()
 
-    cache = client.app.state.boards._boards  # type: ignore[attr-defined]
+    cache = app_state_of(client).boards._boards  # type: ignore[attr-defined]
     gate = held(monkeypatch, cache, "_read_board")
     gate.clear()
     judge(store, matches[1])

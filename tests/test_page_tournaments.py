@@ -23,7 +23,7 @@ from service.store.imports import ImportedJudgement
 from service.store.matches import STOPPED_FAILING
 from service.web.api_views import TournamentSummary
 from service.web.pages.tournament_view import stop_reason
-from tests.api_fixtures import store_of
+from tests.api_fixtures import app_state_of, store_of
 from tests.worker_fixtures import set_env, work_until
 from workers import runtime
 from workers.budget import BUDGET, UNPRICED
@@ -185,7 +185,7 @@ def test_scheduled_runs_and_import_layers_are_folded_under_their_parent(
     parent, matches = create(client, queue, name="nightly", schedule="0 3 * * *")
     for match in matches:
         judge(store, match)
-    scheduler = Scheduler(store, client.app.state.queue, api_settings)  # type: ignore[attr-defined]
+    scheduler = Scheduler(store, app_state_of(client).queue, api_settings)
     runs = []
     for night in range(2):  # each tick at the next due time starts that night's run
         runs += scheduler.tick(store.get_tournament(parent)["next_run_at"]).started
@@ -387,7 +387,7 @@ def test_a_board_that_cannot_be_computed_leaves_the_rest_of_the_page(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the fit diverged")
 
-    monkeypatch.setattr(client.app.state.boards._boards, "judged_soon", broken)  # type: ignore[attr-defined]
+    monkeypatch.setattr(app_state_of(client).boards._boards, "judged_soon", broken)  # type: ignore[attr-defined]
     page = get(client, f"/tournaments/{tid}")
     assert "No board: its board could not be computed: the fit diverged." in text_of(live(page, "board"))
     assert "0 / 3" in live(page, "progress")

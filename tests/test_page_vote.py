@@ -27,7 +27,7 @@ from leaderboard.votes import Verdict, Vote
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
 from service.web.pages.voter import COOKIE, Voter, pair_token
-from tests.api_fixtures import API_KEY, MakeClient, store_of
+from tests.api_fixtures import API_KEY, MakeClient, app_state_of, store_of
 
 ADMIN = {"Authorization": f"Bearer {API_KEY}"}
 EVIL = "<script>alert('vote')</script>"
@@ -128,7 +128,7 @@ def test_the_store_offers_the_least_voted_pair_an_llm_judged(store: Store) -> No
 @pytest.fixture
 def client(make_client: MakeClient) -> TestClient:
     client = make_client()
-    client.app.state.vote_rng = random.Random(11)  # type: ignore[attr-defined]
+    app_state_of(client).vote_rng.seed(11)
     return client
 
 

@@ -27,6 +27,7 @@ from service.ops.redis_server import RedisServer, pid_alive
 from service.ops.scheduler import Scheduler
 from service.store.queue import JobQueue
 from service.web.app import create_app
+from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.test_e2e import SYSTEMS, Joust, start_joust, stop_joust, submissions
 
@@ -248,7 +249,7 @@ def test_a_run_started_while_redis_is_down_is_stored_and_handed_out_once_it_is_b
             assert (created.json()["matches_total"], created.json()["queued"]) == (3, False)
             server.start()
             assert client.get("/api/health").status_code == 200
-            store = client.app.state.store  # type: ignore[attr-defined]
+            store = app_state_of(client).store
             with redis.Redis.from_url(server.url) as conn:
                 queue = JobQueue(conn, settings.queue_name, settings.match_timeout_s / 2)
                 assert queue.depth() == 0

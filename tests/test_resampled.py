@@ -81,10 +81,10 @@ def test_three_groups_each_resampled_within_itself() -> None:
         assert 0.6 < ratio < 1.6, (player, ratio)  # the closed form's width, give or take resampling
     assert all(found[p].missing is Missing.NO_SPREAD for p in ("d1", "d2", "d3"))
     # a perfectly ordered group: unbounded on the board already, not resampled at all
-    assert all(found[p].missing is Missing.UNBOUNDED and not closed[p].extra["bounded"] for p in ("c1", "c2", "c3"))
+    assert all(found[p].missing is Missing.UNBOUNDED and not closed[p].bounded for p in ("c1", "c2", "c3"))
     rows = {r.player: r for r in with_intervals(build_board(store), found)}
-    assert [rows[p].extra["ci_missing"] for p in ("a1", "d1")] == [None, Missing.NO_SPREAD]
-    assert math.isnan(rows["d1"].ci_low) and (rows["d1"].extra["rank_low"], rows["d1"].extra["rank_high"]) == (1, 3)
+    assert [rows[p].ci_missing for p in ("a1", "d1")] == [None, Missing.NO_SPREAD]
+    assert math.isnan(rows["d1"].ci_low) and (rows["d1"].rank_low, rows["d1"].rank_high) == (1, 3)
 
 
 def test_a_newcomer_whose_one_loss_may_be_lost_is_unbounded_and_leaves_the_rest_alone() -> None:
@@ -100,7 +100,7 @@ def test_a_newcomer_whose_one_loss_may_be_lost_is_unbounded_and_leaves_the_rest_
     newcomer = [Battle("new", "p1", Winner.A, "q1"), Battle("new", "p2", Winner.A, "q2"), Battle("p3", "new", Winner.A, "q3")]
     without = board_bootstrap(established, np.random.default_rng(0), rounds=200)
     found = board_bootstrap(established + newcomer, np.random.default_rng(0), rounds=200)  # the same draws
-    assert build_board(established + newcomer)[0].extra["bounded"]  # the full data bound everyone
+    assert build_board(established + newcomer)[0].bounded  # the full data bound everyone
     assert found["new"].missing is Missing.UNBOUNDED  # a third of the resamples lose its only loss
     plain = bootstrap_intervals(established + newcomer, np.random.default_rng(0), rounds=200)
     for player in names:  # the others keep intervals near those without it; the plain ones swing with it

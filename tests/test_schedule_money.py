@@ -19,7 +19,7 @@ from service.cli import main
 from service.config import Settings
 from service.ops.scheduler import Scheduler
 from service.store import Store
-from tests.api_fixtures import store_of
+from tests.api_fixtures import app_state_of, store_of
 from tests.serving import serving
 from tests.test_page_tournaments import AUTH, KEY, QUEUE, create, get, judge, list_rows, live, submit, text_of
 
@@ -34,7 +34,7 @@ def api_settings(api_settings: Settings) -> Settings:
 def next_run(client: TestClient, queue: Queue, api_settings: Settings, parent: int) -> tuple[int, list[int]]:
     """The scheduler's tick at the parent's next due time: the run it started and its matches."""
     store = store_of(client)
-    scheduler = Scheduler(store, client.app.state.queue, api_settings)  # type: ignore[attr-defined]
+    scheduler = Scheduler(store, app_state_of(client).queue, api_settings)
     (run,) = scheduler.tick(store.get_tournament(parent)["next_run_at"]).started
     matches = [job.args[0] for job in queue.get_jobs()]
     queue.empty()  # the store calls play the worker

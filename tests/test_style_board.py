@@ -36,9 +36,9 @@ def test_style_control_recovers_the_order_length_hid() -> None:
     assert plain[0].player == "m2"  # the padded model tops the plain board
     styled = styled_board(rows, Level.MODEL, plain)
     assert [r.player for r in styled.rows] == ["m1", "m2", "m3"]
-    assert [r.extra["rank"] for r in styled.rows] == [1, 2, 3]
+    assert [r.rank for r in styled.rows] == [1, 2, 3]
     for r in styled.rows:  # the plain figures ride along
-        assert r.extra["plain_rating"] == next(p.rating for p in plain if p.player == r.player)
+        assert r.plain_rating == next(p.rating for p in plain if p.player == r.player)
         assert r.ci_low < r.rating < r.ci_high
     length = next(c.coefficient for c in styled.coefficients if c.coefficient.name == "length")
     assert length.low > 0  # the judge's taste for length, found
@@ -51,7 +51,7 @@ def test_each_component_is_fitted_apart() -> None:
     rows = rows + other
     plain = build_board(battles_at_level([r.row for r in rows], Level.MODEL))
     styled = styled_board(rows, Level.MODEL, plain)
-    assert {r.extra["component"] for r in styled.rows} == {1, 2}
+    assert {r.component for r in styled.rows} == {1, 2}
     assert {c.component for c in styled.coefficients} == {1, 2}
     assert sorted(r.player for r in styled.rows) == sorted(r.player for r in plain)
 

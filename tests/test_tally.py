@@ -14,6 +14,7 @@ from leaderboard.tally import Tally
 from leaderboard.types import Battle, Rating, Winner
 
 NAMES = ["zed", "amy", "kim", "bob", "yan", "cat", "max", "dee", "lou"]
+PLACING = ("component", "bounded", "rank", "rank_low", "rank_high", "ci_missing", "plain_rating", "plain_ci_low", "plain_ci_high")
 
 
 def random_battles(rng: np.random.Generator, count: int, players: int = 9) -> list[Battle]:
@@ -42,8 +43,9 @@ def assert_same_board(got: list[Rating], want: list[Rating]) -> None:
         for name in ("rating", "ci_low", "ci_high", "elo"):
             assert getattr(g, name) == pytest.approx(getattr(w, name), abs=1e-9, nan_ok=True), (g.player, name)
         assert (g.wins, g.losses, g.ties, g.matches) == (w.wins, w.losses, w.ties, w.matches)
-        assert g.extra.keys() == w.extra.keys()
-        assert g.extra == pytest.approx(w.extra, abs=1e-9)
+        for name in ("points", "win_rate"):
+            assert getattr(g, name) == pytest.approx(getattr(w, name), abs=1e-9), (g.player, name)
+        assert [getattr(g, name) for name in PLACING] == [getattr(w, name) for name in PLACING], g.player
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -84,7 +86,7 @@ def test_tally_agrees_with_the_views_computed_independently() -> None:
     for row in board:
         wins, losses, ties = records[row.player]
         assert (row.wins, row.losses, row.ties) == (wins, losses, ties)
-        assert row.extra["points"] == wins + ties / 2 and row.extra["win_rate"] == (wins + ties / 2) / (wins + losses + ties)
+        assert row.points == wins + ties / 2 and row.win_rate == (wins + ties / 2) / (wins + losses + ties)
         assert row.ci_low < row.rating < row.ci_high
 
     # Bradley-Terry with the default ridge: at the fitted natural-log strengths θ (mean 0), every

@@ -36,18 +36,18 @@ def test_each_component_is_fitted_on_its_own() -> None:
             [row] = [r for r in found.rows if r.player == player]
             assert (row.rating, row.ci_low, row.ci_high) == pytest.approx((rating, low, high), abs=1e-9)
     plain_of = {r.player: r.rating for r in plain}
-    assert all(r.extra["plain_rating"] == plain_of[r.player] for r in found.rows)
+    assert all(r.plain_rating == plain_of[r.player] for r in found.rows)
     assert [r.player for r in found.rows[:4]] == sorted("abcd", key=lambda p: -davidson_intervals(big).ratings[p][0])
 
 
 def test_an_unbounded_component_keeps_no_interval_and_weights_are_refused() -> None:
     clean = [Battle("a", "b", Winner.A, "q1"), Battle("b", "c", Winner.A, "q2"), Battle("a", "c", Winner.A, "q3")]
     plain = build_board(clean)
-    assert not plain[0].extra["bounded"]
+    assert not plain[0].bounded
     found = tied_board(plain, pair_counts(clean))
     assert all(math.isnan(r.ci_low) and math.isnan(r.ci_high) for r in found.rows)
-    assert [(r.player, r.extra["rank_low"], r.extra["rank_high"]) for r in found.rows] == [
-        (r.player, r.extra["rank_low"], r.extra["rank_high"]) for r in plain]
+    assert [(r.player, r.rank_low, r.rank_high) for r in found.rows] == [
+        (r.player, r.rank_low, r.rank_high) for r in plain]
     weighted = [Battle("a", "b", Winner.A, "q1", weight=2.0), Battle("b", "a", Winner.TIE, "q2")]
     with pytest.raises(ValueError, match="weights other than 1"):
         tied_board(build_board(weighted), pair_counts(weighted))

@@ -16,9 +16,9 @@ from rq.serializers import JSONSerializer
 
 from service.config import Settings
 from service.store import Store
+from service.store.queue import JOB_FUNCTIONS, job_queue
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import start, submit, work
-from workers.worker import JOB_FUNCTIONS, job_queue
 
 
 class RunsOnLoad:

@@ -15,7 +15,8 @@ import threading
 import pytest
 from redis import Redis
 
-from workers.worker import JoustWorker, job_queue
+from service.store.queue import job_queue
+from workers.worker import JoustWorker
 
 HANG_GUARD_S = 10.0
 

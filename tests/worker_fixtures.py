@@ -21,12 +21,12 @@ from redis import Redis
 from leaderboard.spec import RunSpec
 from service.config import Settings
 from service.store import NewSubmission, Store
-from service.store.queue import JobQueue
+from service.store.queue import JobQueue, job_queue
 from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 from workers import runtime
 from workers.stalls import awaiting
-from workers.worker import JoustWorker, job_queue
+from workers.worker import JoustWorker
 
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 

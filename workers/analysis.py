@@ -24,6 +24,7 @@ from datetime import timedelta
 
 from leaderboard.pricing import cost_usd
 from service.store import NotFound
+from service.store.queue import job_queue
 
 from . import runtime
 from .budget import Meter
@@ -39,7 +40,6 @@ from .judge import Answer, Send, ask_with_reminder
 from .prompts import fenced_pair
 from .ratelimit import Limits
 from .verdict import objects_in
-from .worker import job_queue
 
 log = logging.getLogger(__name__)
 

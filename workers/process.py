@@ -29,12 +29,13 @@ from redis.exceptions import RedisError
 
 from service.config import Settings
 from service.store import redis_full_reason
+from service.store.queue import job_queue
 
 from . import logcontext, runtime
 from .connections import connect
 from .redis_full import refusal, wait_until_writable
 from .stopping import STOPPING
-from .worker import JoustWorker, job_queue
+from .worker import JoustWorker
 
 
 def run_worker(settings: Settings, *, name: str | None = None, log_level: str = "info") -> int:

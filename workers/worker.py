@@ -28,9 +28,7 @@ from rq.scheduler import run as run_scheduler
 from leaderboard.reach import Reach
 from service.config import REACH_FIELD
 from service.ops.orphans import die_with_parent
-from service.store.queue import JOB_FUNCTIONS as JOB_FUNCTIONS  # re-exported: the tests read it here
-from service.store.queue import SERIALIZER
-from service.store.queue import job_queue as job_queue  # re-exported: the tests take it from here
+from service.store.queue import JOB_FUNCTIONS, SERIALIZER
 
 from .stopping import STOPPING
 

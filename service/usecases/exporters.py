@@ -94,10 +94,10 @@ def board_rows(store: Store, level: Level, *, k: float, judge: str, tournament_i
     rows = part.rows(store.side_rows(tournament_id=tournament_id, judge=judge, turn=part.turn))
     battles = battles_at_level(rows, level)
     return [
-        {"component": r.extra["component"], "rank": r.extra["rank"], "player": r.player, "rating": _finite(r.rating),
+        {"component": r.component, "rank": r.rank, "player": r.player, "rating": _finite(r.rating),
          "ci_low": _finite(r.ci_low), "ci_high": _finite(r.ci_high), "elo": _finite(r.elo), "wins": r.wins,
-         "losses": r.losses, "ties": r.ties, "matches": r.matches, "points": _finite(r.extra.get("points")),
-         "win_rate": _finite(r.extra.get("win_rate")), "judge": judge}
+         "losses": r.losses, "ties": r.ties, "matches": r.matches, "points": _finite(r.points),
+         "win_rate": _finite(r.win_rate), "judge": judge}
         for r in build_board(battles, k=k)
     ]
 

@@ -167,11 +167,9 @@ def anchored_board(store: Store, spec: RunSpec, *, k: float = 32.0) -> list[Rati
     fixed = dict(spec.anchor_ratings or {})
     fitted = anchored_intervals(battles, fixed)
     rows = build_board(battles, k=k)
-    rated = [dataclasses.replace(r, rating=fitted[r.player][0], ci_low=fitted[r.player][1],
-                                 ci_high=fitted[r.player][2], extra=dict(r.extra))
+    rated = [dataclasses.replace(r, rating=fitted[r.player][0], ci_low=fitted[r.player][1], ci_high=fitted[r.player][2])
              for r in rows if r.player in fitted]
     rated.sort(key=lambda r: (-r.rating, r.player))
     ranks = rank_intervals({r.player: (r.ci_low, r.ci_high) for r in rated})
-    for position, r in enumerate(rated, start=1):
-        r.extra.update(rank=position, rank_low=ranks[r.player][0], rank_high=ranks[r.player][1])
-    return rated
+    return [dataclasses.replace(r, rank=position, rank_low=ranks[r.player][0], rank_high=ranks[r.player][1])
+            for position, r in enumerate(rated, start=1)]

@@ -1,8 +1,8 @@
 """The FastAPI application: `create_app(settings)` builds one; its lifespan owns the resources.
 
 No globals: the store, the Redis client, the job queue and the board cache (warmed in a
-background thread) are opened when the app starts and closed when it stops, and live on
-`app.state`, so tests (and several apps in one process) each build their own.
+background thread) are opened when the app starts and closed when it stops, and live in the
+app's one `AppState` (`service.web.state`), so tests (and several apps in one process) each build their own.
 
 Error convention: every 4xx answers JSON `{"error": "<what is wrong>", ...}`.
 - 400 malformed JSON or an empty body; 401 no Bearer key (with `WWW-Authenticate: Bearer`);
@@ -36,6 +36,7 @@ import secrets
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import cast
 from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Request
@@ -81,6 +82,7 @@ from service.web.routes import (
 from service.web.routes.common import ApiError, describe_errors
 from service.web.routes.page import prepared_boards
 from service.web.routes.winrate import winrate_cache
+from service.web.state import AppState, keep_state, state_of
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +263,7 @@ async def _redis_refused(request: Request, exc: Exception) -> JSONResponse:
 
 def shown_redis(request: Request) -> str:
     """The Redis the app uses, its password masked."""
-    url = request.app.state.settings.redis_url or ""
+    url = state_of(request).settings.redis_url or ""
     parts = urlsplit(url)
     return parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]).geturl() if url else "(no Redis)"
 
@@ -333,22 +335,25 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
     except ValueError as exc:
         raise ValueError(f"default judge (JOUST_JUDGE): {exc}") from None
     redis_url = settings.redis_url
+    app_metrics = Metrics()
+    # The vote page's pairs and sides (service.web.routes.page_vote): unpredictable to voters; a test
+    # reseeds it.
+    vote_rng = random.Random(secrets.randbits(128))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(settings.resolved_database_url)
         redis = Redis.from_url(redis_url, socket_connect_timeout=5, socket_timeout=30)
-        app.state.store = store
-        app.state.redis = redis
-        app.state.queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
+        queue = JobQueue(redis, settings.queue_name, job_timeout_s=settings.match_timeout_s / 2)
         boards = BoardCache(store, k=settings.elo_k)
-        app.state.boards = TimedBoards(boards, app.state.metrics.board_seconds)
-        app.state.metrics.attach(JoustCollector(settings, store, redis))
-        app.state.judge_health = JudgeHealthCache(store)
-        app.state.flags = FlagCache(store)
-        app.state.pages = prepared_boards(store, app.state.boards, app.state.flags)
-        app.state.winrates = winrate_cache()
+        timed = cast(BoardCache, TimedBoards(boards, app_metrics.board_seconds))  # stands in for the cache
+        app_metrics.attach(JoustCollector(settings, store, redis))
+        judge_health = JudgeHealthCache(store)
+        flags = FlagCache(store)
+        keep_state(app, AppState(settings=settings, metrics=app_metrics, vote_rng=vote_rng, store=store, redis=redis,
+                                 queue=queue, boards=timed, judge_health=judge_health, flags=flags,
+                                 pages=prepared_boards(store, timed, flags), winrates=winrate_cache()))
         # Reading a large store takes seconds: start now rather than on the first request.
         warm = threading.Thread(target=warm_then_settle, args=(boards, own_process), name="joust-boards-warm", daemon=True)
         warm.start()
@@ -356,7 +361,7 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
             yield
         finally:
             warm.join(timeout=5)
-            app.state.metrics.detach()
+            app_metrics.detach()
             redis.close()
             store.close()
 
@@ -369,15 +374,10 @@ def create_app(settings: Settings, *, own_process: bool = False) -> FastAPI:
         openapi_url=None,  # routes.docs serves /openapi.json, behind JOUST_PRIVATE like every read
         dependencies=[Depends(private_reads)],  # JOUST_PRIVATE=1: reads need a key too (service.web.auth)
     )
-    app.state.settings = settings
-    app.state.metrics = Metrics()
-    # The vote page's pairs and sides (service.web.routes.page_vote): unpredictable to voters; a test
-    # replaces it with a seeded one.
-    app.state.vote_rng = random.Random(secrets.randbits(128))
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # Inside HttpMetrics, so a request's time includes compressing its answer.
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MINIMUM_BYTES, compresslevel=GZIP_LEVEL)
-    app.add_middleware(HttpMetrics, metrics=app.state.metrics)
+    app.add_middleware(HttpMetrics, metrics=app_metrics)
     app.add_middleware(SecurityHeaders)  # 413s of BodyLimit get the headers too
     app.add_middleware(RequestId)  # outermost: every line logged for a request carries its id
     app.add_exception_handler(ApiError, _api_error)

@@ -34,8 +34,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from service.store import ADMIN_NAME, WRITER, Scope, Store
+from service.store import ADMIN_NAME, WRITER, Scope
 from service.web.errors import ApiError
+from service.web.state import state_of
 
 # For the OpenAPI document (the routes read the header themselves, see `caller_of`).
 bearer = HTTPBearer(auto_error=False, description="The API key `joust up` prints (or JOUST_API_KEY), or a named key.")
@@ -86,9 +87,9 @@ def sent_key(request: Request, *, basic: bool) -> str | None:
 
 def caller_of(request: Request, key: str) -> Caller:
     """The caller a key names; 403 when it names none, or a revoked key (blocking: a store read)."""
-    if keys_match(key, request.app.state.settings.api_key):
+    if keys_match(key, state_of(request).settings.api_key):
         return ADMIN
-    store: Store = request.app.state.store
+    store = state_of(request).store
     found = store.find_api_key(key)
     if found is None:
         raise ApiError(403, "the API key is not valid")
@@ -145,7 +146,7 @@ async def private_reads(request: Request) -> None:
     is `vote` reads nothing (403; it may still post votes): it opens `/vote`, whose answers are
     blind, and would otherwise find in the submissions which model wrote each. Without JOUST_PRIVATE it does nothing."""
     path = request.url.path
-    if not request.app.state.settings.private or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+    if not state_of(request).settings.private or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
         return
     caller = await identify(request, basic=True)
     if caller is None:

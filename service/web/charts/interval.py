@@ -42,10 +42,10 @@ class Interval:
 
 
 def read_intervals(rows: Iterable[Rating]) -> list[Interval]:
-    """A board's rows (best first) as intervals: a row of an unbounded group (`extra['bounded']`
+    """A board's rows (best first) as intervals: a row of an unbounded group (`bounded`
     False) or with a non-finite bound has none."""
     def bound(row: Rating, value: float) -> float | None:
-        return value if row.extra.get("bounded", True) and math.isfinite(value) else None
+        return value if row.bounded and math.isfinite(value) else None
 
     return [Interval(r.player, r.rating, bound(r, r.ci_low), bound(r, r.ci_high), r.matches) for r in rows]
 

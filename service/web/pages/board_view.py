@@ -111,11 +111,11 @@ def _finite(value: object) -> float | None:
 
 def row_view(row: Rating, position: int, mean_chars: float | None, flags: Sequence[Flag] = ()) -> RowView:
     """One Rating as shown: no rating or interval in an unbounded group."""
-    bounded = bool(row.extra.get("bounded", True))
+    bounded = row.bounded
     return RowView(
-        rank=int(row.extra.get("rank", position)),
-        rank_low=row.extra.get("rank_low"),
-        rank_high=row.extra.get("rank_high"),
+        rank=position if row.rank is None else row.rank,
+        rank_low=row.rank_low,
+        rank_high=row.rank_high,
         player=row.player,
         rating=_finite(row.rating) if bounded else None,
         ci_low=_finite(row.ci_low) if bounded else None,
@@ -123,7 +123,7 @@ def row_view(row: Rating, position: int, mean_chars: float | None, flags: Sequen
         bounded=bounded,
         elo=_finite(row.elo),
         wins=int(row.wins), losses=int(row.losses), ties=int(row.ties), matches=int(row.matches),
-        win_rate=_finite(row.extra.get("win_rate")),
+        win_rate=_finite(row.win_rate),
         mean_chars=mean_chars,
         flags=tuple(flags),
     )
@@ -143,7 +143,7 @@ def board_view(rows: Sequence[Rating], lengths: dict[str, float],
     player's gaming flags."""
     groups: dict[int, list[RowView]] = {}
     for position, row in enumerate(rows, start=1):
-        groups.setdefault(int(row.extra.get("component", 1)), []).append(
+        groups.setdefault(row.component, []).append(
             row_view(row, position, lengths.get(row.player), (flags or {}).get(row.player, ())))
     views = tuple(GroupView(number, _with_elo_ranks(members), all(r.bounded for r in members))
                   for number, members in groups.items())

@@ -56,7 +56,7 @@ def draw_board(rows: Sequence[Rating], counts: PairCounts | None,
     A group whose verdicts do not bound its ratings has no bars and is not plotted: its
     ratings are the fit's prior, and a dot would claim a distance nobody measured. The plot holds
     the first (largest) group only, since ratings compare only within a group."""
-    bounded = [r for r in rows if r.extra.get("bounded", True)]
+    bounded = [r for r in rows if r.bounded]
     intervals = read_intervals(bounded)
     figures: list[Figure] = []
     bars: dict[str, str] = {}
@@ -64,9 +64,9 @@ def draw_board(rows: Sequence[Rating], counts: PairCounts | None,
         axis = fit_axis(intervals)
         bars = {item.player: draw_interval_bar(item, low=axis.low, high=axis.high, id_prefix=f"bar{n}").svg
                 for n, item in enumerate(intervals)}
-        first = min(int(r.extra.get("component", 1)) for r in bounded)
-        plotted = read_intervals([r for r in bounded if int(r.extra.get("component", 1)) == first])
-        several = len({int(r.extra.get("component", 1)) for r in rows}) > 1
+        first = min(r.component for r in bounded)
+        plotted = read_intervals([r for r in bounded if r.component == first])
+        several = len({r.component for r in rows}) > 1
         figures.append(Figure("Ratings with 95% intervals",
                               draw_intervals(plotted, id_prefix="plot", few_matches=FEW_MATCHES),
                               f"group {first} only: ratings compare within a group" if several else ""))

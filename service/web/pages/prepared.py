@@ -7,7 +7,7 @@ revision. So a big board (`behind_from` players or more) is prepared behind the 
 serves the last prepared board at once (its revision says how old it is, and the page is marked
 pending so the live script fetches it again) while one background thread per view prepares the
 current one (`service.usecases.refreshes`). A small board is prepared in the request, current, as before.
-Each app holds its own `PreparedBoards` (`app.state.pages`): nothing is shared between stores.
+Each app holds its own `PreparedBoards` (`AppState.pages`): nothing is shared between stores.
 """
 from __future__ import annotations
 

@@ -142,11 +142,6 @@ class RankedBoardOut(JudgedOut, LeaderboardOut):
     flags_current: bool = True  # false: the rows' gaming flags predate the newest submissions (being redone)
 
 
-def optional_int(value: Any) -> int | None:
-    """An int, or None for a missing value."""
-    return None if value is None else int(value)
-
-
 def row_out(row: Rating, position: int, flags: BoardFlags | None = None) -> RankedRow:
     """One Rating as the API shows it; `position` (1 for the first row) stands in for a missing
     rank; `flags`: the board's gaming flags."""
@@ -160,16 +155,16 @@ def row_out(row: Rating, position: int, flags: BoardFlags | None = None) -> Rank
         losses=int(row.losses),
         ties=int(row.ties),
         matches=int(row.matches),
-        win_rate=_optional_finite(row.extra.get("win_rate")),  # `leaderboard.standings.Record.win_rate`
-        component=int(row.extra.get("component", 1)),
-        bounded=bool(row.extra.get("bounded", True)),
-        ci_missing=Missing.UNBOUNDED if not row.extra.get("bounded", True) else row.extra.get("ci_missing"),
-        rank=int(row.extra.get("rank", position)),
-        rank_low=optional_int(row.extra.get("rank_low")),
-        rank_high=optional_int(row.extra.get("rank_high")),
-        plain_rating=_optional_finite(row.extra.get("plain_rating")),
-        plain_ci_low=_optional_finite(row.extra.get("plain_ci_low")),
-        plain_ci_high=_optional_finite(row.extra.get("plain_ci_high")),
+        win_rate=_optional_finite(row.win_rate),  # `leaderboard.standings.Record.win_rate`
+        component=row.component,
+        bounded=row.bounded,
+        ci_missing=Missing.UNBOUNDED if not row.bounded else row.ci_missing,
+        rank=position if row.rank is None else row.rank,
+        rank_low=row.rank_low,
+        rank_high=row.rank_high,
+        plain_rating=_optional_finite(row.plain_rating),
+        plain_ci_low=_optional_finite(row.plain_ci_low),
+        plain_ci_high=_optional_finite(row.plain_ci_high),
         flags=[FlagOut(kind=f.kind.value, evidence=f.evidence) for f in (flags.of(row.player) if flags else ())],
     )
 

@@ -24,6 +24,7 @@ from service.store.queue import JobQueue
 from service.web.api_models import KEY_MAX, unicode_problem
 from service.web.api_responses import ErrorOut
 from service.web.errors import ApiError as ApiError  # re-exported: the routes take it from here
+from service.web.state import state_of
 
 T = TypeVar("T")
 MAX_LISTED_ERRORS = 5
@@ -84,23 +85,23 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 def get_settings(request: Request) -> Settings:
-    """The app's settings (set by create_app)."""
-    return request.app.state.settings
+    """The app's settings (given to create_app)."""
+    return state_of(request).settings
 
 
 def get_store(request: Request) -> Store:
     """The store opened by the lifespan."""
-    return request.app.state.store
+    return state_of(request).store
 
 
 def get_queue(request: Request) -> JobQueue:
     """The job queue opened by the lifespan."""
-    return request.app.state.queue
+    return state_of(request).queue
 
 
 def get_redis(request: Request) -> Redis:
     """The Redis client opened by the lifespan."""
-    return request.app.state.redis
+    return state_of(request).redis
 
 
 # ---- bodies and validation messages ---------------------------------------------------------

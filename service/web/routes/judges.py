@@ -30,6 +30,7 @@ from service.usecases.judge_health_cache import JudgeHealthCache
 from service.web.api_models import KEY_MAX
 from service.web.routes.board_slice import TurnParam
 from service.web.routes.common import ApiError, FilterText, error_responses
+from service.web.state import state_of
 
 router = APIRouter(prefix="/api/judges", tags=["judges"])
 
@@ -46,7 +47,7 @@ HUMANS_VALUES = 20
 
 def get_judge_health(request: Request) -> JudgeHealthCache:
     """The judge-health cache the lifespan opened beside the boards, shared with the page."""
-    return request.app.state.judge_health
+    return state_of(request).judge_health
 
 
 class JudgesOut(BaseModel):

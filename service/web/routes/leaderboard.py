@@ -46,6 +46,7 @@ from service.web.routes.board_slice import TurnParam, Votes, VotesParam, board_s
 from service.web.routes.board_ties import TieModel, TiesParam, tie_out
 from service.web.routes.common import ID_MAX, FilterText, TournamentFilter, error_responses
 from service.web.routes.judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
+from service.web.state import state_of
 
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
@@ -68,12 +69,12 @@ def compute_board(
 
 def get_boards(request: Request) -> BoardCache:
     """The board cache opened by the lifespan."""
-    return request.app.state.boards
+    return state_of(request).boards
 
 
 def get_flags(request: Request) -> FlagCache:
     """The gaming flags' cache opened by the lifespan."""
-    return request.app.state.flags
+    return state_of(request).flags
 
 
 JudgeFilter = Annotated[FilterText | None, Query(
@@ -130,7 +131,7 @@ def get_leaderboard(
         dimension=name,
         turn=turn,
         votes=votes,
-        components=len({r.extra.get("component", 1) for r in board.rows}),
+        components=len({r.component for r in board.rows}),
         intervals=intervals,
         bootstrap_rounds=variant.rounds,
         bootstrap_seed=variant.seed,
@@ -224,7 +225,7 @@ def get_matrix(
         turn=turn,
         votes=votes,
         players=[r.player for r in board.rows],
-        components=[int(r.extra.get("component", 1)) for r in board.rows],
+        components=[r.component for r in board.rows],
         win_rate=[[finite(x) for x in row] for row in table.win_rate_matrix[cells].tolist()],
         battles=table.count_matrix[cells].astype(int).tolist(),
         judgements=board.judgements,

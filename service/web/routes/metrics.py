@@ -7,6 +7,8 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
+from service.web.state import state_of
+
 router = APIRouter(tags=["operations"])
 
 
@@ -14,5 +16,5 @@ router = APIRouter(tags=["operations"])
 async def metrics(request: Request) -> Response:
     """Queue depth and age, matches by status, judge calls, 429s, retries and latency, tokens
     and USD by judge, board times, HTTP requests by route and status."""
-    body = await run_in_threadpool(request.app.state.metrics.render)  # store and Redis reads: off the loop
+    body = await run_in_threadpool(state_of(request).metrics.render)  # store and Redis reads: off the loop
     return Response(body, media_type=CONTENT_TYPE_LATEST)

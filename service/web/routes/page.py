@@ -34,6 +34,7 @@ from service.web.pages.render import Mark, mark_of, not_modified, render
 from service.web.routes.board_effects import effect_rows
 from service.web.routes.common import get_store
 from service.web.routes.leaderboard import get_boards
+from service.web.state import state_of
 
 router = APIRouter(tags=["page"])
 
@@ -209,12 +210,12 @@ def page_links(choice: JudgeChoice, view: View) -> tuple[Callable[[str], str], C
 
 
 def prepared_boards(store: Store, boards: BoardCache, flags: FlagCache) -> PreparedBoards:
-    """The app's prepared boards (`app.state.pages`, made with the store), linked as this page links."""
+    """The app's prepared boards (`AppState.pages`, made with the store), linked as this page links."""
     return PreparedBoards(store, boards, flags, page_links)
 
 
 def get_pages(request: Request) -> PreparedBoards:
-    return request.app.state.pages
+    return state_of(request).pages
 
 
 def computing_page(request: Request, mark: Mark) -> HTMLResponse:

@@ -51,6 +51,7 @@ from service.web.pages.voter import (
     voter_of,
 )
 from service.web.routes.common import ID_MAX, get_settings, get_store
+from service.web.state import state_of
 
 router = APIRouter(tags=["page"])
 
@@ -69,7 +70,7 @@ class PageProblem(ValueError):
 
 def get_vote_rng(request: Request) -> random.Random:
     """The app's random source for pairs and sides (seeded from `secrets` at startup)."""
-    return request.app.state.vote_rng
+    return state_of(request).vote_rng
 
 
 def parse_id(value: str, what: str) -> int:

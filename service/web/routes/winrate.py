@@ -5,7 +5,7 @@ the baseline on one judge's board (chosen as the other boards choose, `judge_cho
 win rate, its standard error and counts (`leaderboard.winrate`), and the length-controlled win
 rate (`leaderboard.length_control`: what the rate would be at the baseline's length). Computed
 from the stored judgements and their two outputs (one read of the scope's rows; the fits are a few
-milliseconds per player), once per revision and kept (`app.state.winrates`): the read is what
+milliseconds per player), once per revision and kept (`AppState.winrates`): the read is what
 costs, seconds at a million judgements.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from service.web.routes.board_out import finite
 from service.web.routes.common import KEY_MAX, NO_NUL, ApiError, TournamentFilter, error_responses
 from service.web.routes.judge_choice import JudgedOut, judge_fields, judge_not_found, with_judge_rule
 from service.web.routes.leaderboard import ByLevel, JudgeFilter, get_boards
+from service.web.state import state_of
 
 router = APIRouter(prefix="/api/leaderboard", tags=["leaderboard"], responses=error_responses(404, 422))
 
@@ -41,7 +42,7 @@ class Compared:
 
 
 def winrate_cache() -> Lru[Compared]:
-    """What an app keeps (`app.state.winrates`)."""
+    """What an app keeps (`AppState.winrates`)."""
     return Lru(KEPT)
 
 
@@ -112,7 +113,7 @@ def get_winrate(
     with judge_not_found():
         choice = boards.choose(tournament_id=tournament, judge=judge)
     revision = boards.store.revision()
-    kept: Lru[Compared] = request.app.state.winrates
+    kept = state_of(request).winrates
     key = (level, tournament, choice.judge, baseline)
     found = kept.get(key, revision)
     if found is None:
