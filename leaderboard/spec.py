@@ -1,8 +1,8 @@
 """A tournament's spec as one typed value: what a run plans and judges with.
 
-It is built by the API (`service.web.routes.tournaments.build_spec`), the scheduler (a nightly re-run
-is the same spec with `rerun`), the anchored check (`anchor_ratings`) and the importers (mode
-`import`), stored as JSON in the tournament's row (`to_json`) and parsed back once, where the
+It is built from a request (`service.usecases.tournament_requests.build_spec`), the scheduler (a
+nightly re-run is the same spec with `rerun`), the anchored check (`anchor_ratings`) and the
+importers (mode `import`), stored as JSON in the tournament's row (`to_json`) and parsed back once, where the
 store reads the row (`from_json`). Every default lives here, once. Parsing refuses a key it does
 not know and a value of the wrong type, naming it, so a misspelt key never passes silently as
 its default. The JSON keeps the layout joust has always written (every request field, `null`

@@ -3,21 +3,28 @@
 Workers already beat in Redis through RQ; the scheduler writes a beat of its own after every
 tick. `joust healthcheck worker|scheduler` answers for the processes on this host. A worker's
 RQ registration also carries which judges it can reach (`service.credentials`), which the API
-reads when it holds no key of its own.
+reads when it holds no key of its own (`live_workers`, what a tournament's check asks).
 
 A process that is alive but cannot work for want of space (Redis refusing writes, the SQLite
 database's disk full: `service.store.shortage`) fails the healthcheck too, saying which and where.
 """
 from __future__ import annotations
 
+import logging
 import socket
+from collections.abc import Callable
+from functools import cache
 
 from redis import Redis
+from redis.exceptions import RedisError
 from rq import Queue, Worker
 
 from leaderboard.reach import Reach
-from service.config import REACH_FIELD
+from service.config import REACH_FIELD, Settings
 from service.store import Shortage, database_shortage, redis_shortage
+from service.store.queue import JobQueue
+
+log = logging.getLogger(__name__)
 
 SCHEDULER_BEAT = "joust:scheduler:beat:{host}"
 
@@ -47,6 +54,22 @@ def worker_reaches(redis: Redis, queue_name: str) -> list[Reach]:
             pipe.hget(key, REACH_FIELD)
         said = pipe.execute()
     return [reach for raw in said if raw is not None and (reach := Reach.from_json(raw)) is not None]
+
+
+def live_workers(queue: JobQueue, settings: Settings) -> Callable[[], list[Reach] | None]:
+    """What the live workers on the queue can reach, read from Redis once when first asked. With
+    Redis down nothing can be asked: the judge is accepted (a tournament is stored meanwhile and
+    handed out once Redis is back), and a worker without the key fails its matches saying so."""
+
+    @cache
+    def read() -> list[Reach] | None:
+        try:
+            return worker_reaches(queue.redis, settings.queue_name)
+        except RedisError as exc:
+            log.warning("cannot ask the workers which judges they reach (Redis: %s); accepting the judge", exc)
+            return None
+
+    return read
 
 
 def out_of_space(redis: Redis, database_url: str) -> list[Shortage]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 
 from leaderboard.types import MatchStatus
 
 from . import schema as s
 from .base import Database, NotFound
+from .tournament_scope import counted_in
 from .views import judge_is
 
 
@@ -48,14 +49,9 @@ class Exports(Database):
         if judge is not None:
             query = query.where(judge_is(j.c.judge, judge))
         with self._read() as conn:
-            if tournament_id is None:
-                query = query.where(m.c.counted.is_(True))
-            else:
-                if conn.execute(select(t.c.id).where(t.c.id == tournament_id)).first() is None:
-                    raise NotFound(f"no tournament {tournament_id}")
-                runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
-                query = query.where(m.c.tournament_id.in_(runs))
-            rows = conn.execute(query).all()
+            if tournament_id is not None and conn.execute(select(t.c.id).where(t.c.id == tournament_id)).first() is None:
+                raise NotFound(f"no tournament {tournament_id}")
+            rows = conn.execute(query.where(counted_in(tournament_id))).all()
         seen: set[tuple[int, int, int]] = set()
         out: list[dict] = []
         for r in rows:

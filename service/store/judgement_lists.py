@@ -43,6 +43,7 @@ from leaderboard.types import Level, MatchStatus, Winner
 
 from . import schema as s
 from .base import Database
+from .tournament_scope import played_in
 from .views import WINNERS, judge_is
 
 # Judgements of a player counted at most, to choose (`walks`): a player, or the rarer of a pair,
@@ -138,7 +139,7 @@ def _is(side: Any, keys: Sequence[PlayerKey]) -> ColumnElement[bool]:
 def _narrowed(query: JudgementQuery, *, hide_judge: bool = False) -> list[ColumnElement[bool]]:
     """The tests on the judgement row itself: judge, outcome, agreement, tournament, `upto`.
     `hide_judge` hides the judge's indexes from the planner (a seek on SQLite, see `_steered`)."""
-    j, m, t = s.judgements, s.matches, s.tournaments
+    j, m = s.judgements, s.matches
     tests = [judge_is(j.c.judge, query.judge, indexed=not hide_judge)]
     if query.shown is Shown.INCONSISTENT:
         tests.append(j.c.consistent == false())
@@ -150,9 +151,8 @@ def _narrowed(query: JudgementQuery, *, hide_judge: bool = False) -> list[Column
         tests.append(j.c.id <= query.upto)
     if query.tournament_id is not None:
         # per judgement, through ix_matches_judgement: a tournament is never the way in
-        runs = select(t.c.id).where(or_(t.c.id == query.tournament_id, t.c.parent_id == query.tournament_id))
         tests.append(select(m.c.id).where(m.c.judgement_id == j.c.id, m.c.status == MatchStatus.DONE,
-                                          m.c.tournament_id.in_(runs)).exists())
+                                          played_in(query.tournament_id)).exists())
     return tests
 
 

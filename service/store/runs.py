@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 
 from leaderboard.types import MatchStatus
 
 from . import schema as s
 from .base import Database
+from .tournament_scope import is_run_of
 from .tournaments import CHUNK, match_counts
 
 
@@ -80,7 +81,7 @@ class Runs(Database):
         index lookup per run (`ix_matches_tournament_seq`)."""
         m, t = s.matches, s.tournaments
         newest = select(func.max(m.c.seq)).where(m.c.tournament_id == t.c.id).scalar_subquery()
-        query = select(func.max(newest)).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
+        query = select(func.max(newest)).where(is_run_of(tournament_id))
         with self._read() as conn:
             return int(conn.execute(query).scalar() or 0)
 

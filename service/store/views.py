@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import case, func, or_, select
+from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement, Select
 
@@ -17,6 +17,7 @@ from leaderboard.types import MatchStatus, Winner
 
 from . import schema as s
 from .base import Database, NotFound
+from .tournament_scope import counted_in, played_in
 
 WINNERS = {w.value: w for w in Winner}  # a dict lookup: Winner(value) costs a second per million rows
 RARE = 8  # a judge with fewer than 1 in RARE of the resolved matches is read through its own index
@@ -131,12 +132,8 @@ class Views(Database):
     def _counted_pairs(self, query: Select, *, tournament_id: int | None, judge: str | None) -> list[Any]:
         """The rows of `query` a board counts: overall, the `counted` matches; within a
         tournament (and its runs), the first match of each (judgement, pair of submissions)."""
-        m, j, t = s.matches, s.judgements, s.tournaments
-        if tournament_id is None:
-            query = query.where(m.c.counted.is_(True))
-        else:
-            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
-            query = query.where(m.c.tournament_id.in_(runs))
+        m, j = s.matches, s.judgements
+        query = query.where(counted_in(tournament_id))
         if judge is not None:
             query = query.join(j, j.c.id == m.c.judgement_id).where(judge_is(j.c.judge, judge))
         seen: set[tuple[int, int, int]] = set()
@@ -159,18 +156,13 @@ class Views(Database):
         """`side_rows` over `dimensions` judgements only, each row's winner being one dimension's
         outcome: derived from the stored calls (the consistency rule applied to that dimension)
         and oriented to the match's (a, b). Judgements whose calls lack the dimension are skipped."""
-        m, j, t = s.matches, s.judgements, s.tournaments
+        m, j = s.matches, s.judgements
         query = (
             _side_query(m.c.judgement_id, m.c.a_id, m.c.b_id, j.c.a_id.label("judged_a"), j.c.b_id.label("judged_b"),
                         j.c.a_hash, j.c.calls, match_a_hash=True, turn=turn)
             .join(j, j.c.id == m.c.judgement_id)
-            .where(j.c.criteria == DIMENSIONS_CRITERIA)
+            .where(j.c.criteria == DIMENSIONS_CRITERIA, counted_in(tournament_id))
         )
-        if tournament_id is None:
-            query = query.where(m.c.counted.is_(True))
-        else:
-            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
-            query = query.where(m.c.tournament_id.in_(runs))
         if judge is not None:
             query = query.where(judge_is(j.c.judge, judge))
         seen: set[tuple[int, int, int]] = set()
@@ -199,7 +191,7 @@ class Views(Database):
         summaries can be merged run after run (`leaderboard.judges.merge`). For a tournament and its runs: every verdict there, one per
         judgement and pair of submissions, as its board counts them (`after_seq` must be 0).
         """
-        m, j, t = s.matches, s.judgements, s.tournaments
+        m, j = s.matches, s.judgements
         with self._read() as conn:
             upto = int(conn.execute(select(s.counters.c.value).where(s.counters.c.name == "resolved")).scalar_one())
             if tournament_id is None:
@@ -215,11 +207,10 @@ class Views(Database):
                 return [JudgeSummary(r.judge, int(r.verdicts or 0), r.latest) for r in conn.execute(query)], upto
             if after_seq:
                 raise ValueError("after_seq reads the overall summaries only: a tournament's dedupe over all its runs")
-            runs = select(t.c.id).where(or_(t.c.id == tournament_id, t.c.parent_id == tournament_id))
             query = (
                 select(j.c.judge, m.c.judgement_id, m.c.a_id, m.c.b_id, m.c.tournament_id)
                 .join(j, j.c.id == m.c.judgement_id)
-                .where(m.c.tournament_id.in_(runs), m.c.status == MatchStatus.DONE)
+                .where(played_in(tournament_id), m.c.status == MatchStatus.DONE)
             )
             verdicts: dict[str, set[tuple[int, int, int]]] = {}
             latest: dict[str, int] = {}

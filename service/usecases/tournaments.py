@@ -1,10 +1,11 @@
 """Starting a tournament run: plan its pairs, store its matches, hand them to the queue.
 
-The API and the scheduler both start runs through `launch`, so a nightly re-run is planned
-exactly like the first run, against the submissions present at that moment. `dry_run` plans
-the same way and says what judging would take, creating nothing. Neither pairs a placeholder (an
-imported battle's submission, which has no output to show a judge); a dry run says how many it
-left out.
+The API and the scheduler both start runs through `launch` (with a spec built and checked by
+`service.usecases.tournament_requests`, or stored), so a nightly re-run is planned exactly like
+the first run, against the submissions present at that moment; `retry` hands a finished run's
+failed matches out again. `dry_run` plans the same way and says what judging would take,
+creating nothing. Neither pairs a placeholder (an imported battle's submission, which has no
+output to show a judge); a dry run says how many it left out.
 
 A judge panel's run (`spec.judges`, `leaderboard.panel`) is launched as one run per member (an
 ordinary run of that judge, listed as a run of the panel's: `parent_id`), each judging every
@@ -32,10 +33,11 @@ from leaderboard.rubric import RULES_VERSION
 from leaderboard.shown import pair_keys
 from leaderboard.spec import RunSpec
 from leaderboard.templates import compqa_score_version
-from leaderboard.types import Mode, Pair, Submission
-from service.store import Store
+from leaderboard.types import Delivery, Mode, Pair, Submission
+from service.store import RetryRefused, Store
 from service.store.queue import JobQueue
 from service.usecases import rounds
+from service.usecases.errors import UseCaseError
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +227,19 @@ def _launch_panel(store: Store, queue: JobQueue, name: str, spec: RunSpec, *, sc
     for run in [*runs, tid]:
         queued = hand_out(store, queue, store.pending_matches(run)) and queued
     return Launched(id=tid, matches_total=len(pairs), queued=queued)
+
+
+def retry(store: Store, queue: JobQueue, tournament_id: int) -> int:
+    """Hand a finished run's failed matches out again (and those its "failing" stop cancelled):
+    how many. A `UseCaseError` (conflict) while it runs or when nothing failed, since only then
+    is there something to retry; the store's NotFound for an unknown id."""
+    try:
+        ids = store.retry_failed(tournament_id)
+    except RetryRefused as exc:
+        raise UseCaseError("conflict", str(exc)) from exc
+    if store.get_tournament(tournament_id)["delivery"] == Delivery.LIVE.value:
+        hand_out(store, queue, ids)  # a batch run's driver takes pending matches itself
+    return len(ids)
 
 
 def wake_driver(queue: JobQueue) -> bool:

@@ -10,9 +10,10 @@ from typing import Any
 
 from service.usecases.errors import Kind, UseCaseError
 
-# What each kind of use-case error is over HTTP: both are the client's request, well-formed but
-# not answerable (the request itself, or the data it asks about).
-STATUS_OF_KIND: dict[Kind, int] = {"invalid": 422, "unavailable": 422}
+# What each kind of use-case error is over HTTP: invalid and unavailable are the client's request,
+# well-formed but not answerable (the request itself, or the data it asks about); a conflict is
+# the state of what it names, which may change.
+STATUS_OF_KIND: dict[Kind, int] = {"invalid": 422, "unavailable": 422, "conflict": 409}
 
 
 class ApiError(Exception):
@@ -29,5 +30,9 @@ class ApiError(Exception):
 
 
 def from_use_case(exc: UseCaseError) -> ApiError:
-    """A use case's error as the API answers it: the status of its kind, its message."""
-    return ApiError(STATUS_OF_KIND[exc.kind], exc.message)
+    """A use case's error as the API answers it: the status of its kind, its message, and the
+    fields it refuses as `details` (`[{"path", "message"}]`, as a field that failed validation)."""
+    if not exc.problems:
+        return ApiError(STATUS_OF_KIND[exc.kind], exc.message)
+    details = [{"path": problem.path, "message": problem.message} for problem in exc.problems]
+    return ApiError(STATUS_OF_KIND[exc.kind], exc.message, details=details)
