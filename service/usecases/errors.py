@@ -15,8 +15,9 @@ from typing import Literal
 
 # invalid: the request contradicts itself or what it names (no data would make it answerable);
 # unavailable: the data at hand cannot give what was asked (other data could);
-# conflict: what the request names is not in a state to do it (a run still active, nothing failed).
-Kind = Literal["invalid", "unavailable", "conflict"]
+# conflict: what the request names is not in a state to do it (a run still active, nothing failed);
+# missing: something the request names does not exist (a submission a vote points at).
+Kind = Literal["invalid", "unavailable", "conflict", "missing"]
 
 
 @dataclass(frozen=True)

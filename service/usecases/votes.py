@@ -16,6 +16,8 @@ from leaderboard.types import Submission
 from leaderboard.votes import Verdict, Vote, VoteRefused, check_vote
 from service.store import Store, StoredVote
 
+from .errors import Kind
+
 
 class SubmissionKey(NamedTuple):
     """A submission named by its key rather than its id."""
@@ -49,11 +51,12 @@ class Problem:
 
 
 class VotesRefused(Exception):
-    """Votes that cannot be filed: `status` 404 (a submission named does not exist) or 422 (a rule)."""
+    """Votes that cannot be filed: `kind` "missing" (a submission named does not exist) or
+    "invalid" (a rule); each edge says what that is to its callers (`service.web.errors`)."""
 
-    def __init__(self, status: int, problems: Sequence[Problem]) -> None:
+    def __init__(self, kind: Kind, problems: Sequence[Problem]) -> None:
         super().__init__("; ".join(p.message for p in problems))
-        self.status = status
+        self.kind: Kind = kind
         self.problems = list(problems)
 
 
@@ -96,7 +99,7 @@ def cast_votes(store: Store, requests: Sequence[VoteRequest], *, blind: bool = F
     voter may not learn who wrote which answer (a voter's key in a private joust): sides are
     named by id only and no refusal names a model, scenario or question."""
     if blind and (unblinding := _unblinding(requests)):
-        raise VotesRefused(422, unblinding)
+        raise VotesRefused("invalid", unblinding)
     pointers = [p for r in requests for p in (r.a, r.b)]
     by_id, by_key = store.submissions_named(
         [p for p in pointers if not isinstance(p, SubmissionKey)], [p for p in pointers if isinstance(p, SubmissionKey)]
@@ -123,7 +126,7 @@ def cast_votes(store: Store, requests: Sequence[VoteRequest], *, blind: bool = F
             continue
         votes.append(vote)
     if missing:
-        raise VotesRefused(404, missing)
+        raise VotesRefused("missing", missing)
     if refused:
-        raise VotesRefused(422, refused)
+        raise VotesRefused("invalid", refused)
     return store.add_votes(votes)

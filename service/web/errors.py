@@ -13,7 +13,7 @@ from service.usecases.errors import Kind, UseCaseError
 # What each kind of use-case error is over HTTP: invalid and unavailable are the client's request,
 # well-formed but not answerable (the request itself, or the data it asks about); a conflict is
 # the state of what it names, which may change.
-STATUS_OF_KIND: dict[Kind, int] = {"invalid": 422, "unavailable": 422, "conflict": 409}
+STATUS_OF_KIND: dict[Kind, int] = {"invalid": 422, "unavailable": 422, "conflict": 409, "missing": 404}
 
 
 class ApiError(Exception):

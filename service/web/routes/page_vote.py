@@ -36,6 +36,7 @@ from leaderboard.vote_pairs import Pair
 from service.config import Settings
 from service.store import WRITER, NotFound, Store, VoteChanged
 from service.usecases.votes import VoteRequest, VotesRefused, cast_votes
+from service.web.errors import STATUS_OF_KIND
 from service.web.pages.forms import Form, form_of
 from service.web.pages.render import mark_of, render
 from service.web.pages.vote_view import BUTTONS, SKIP_KEYS, VERDICTS, Receipt, receipt_of
@@ -227,7 +228,7 @@ def file_vote(voter: Voter, vote: VoteRequest, store: Store) -> int:
         [stored] = cast_votes(store, [vote])
     except VotesRefused as exc:
         raise PageProblem("this pair cannot be voted on: " + "; ".join(p.message for p in exc.problems),
-                          exc.status) from None
+                          STATUS_OF_KIND[exc.kind]) from None
     except VoteChanged as exc:
         raise PageProblem(f"you already voted differently on this pair: {exc}", 409) from None
     finally:

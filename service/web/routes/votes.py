@@ -31,6 +31,7 @@ from service.store import Scope, Store, VoteChanged
 from service.usecases.votes import Pointer, SubmissionKey, VoteRequest, VotesRefused, cast_votes
 from service.web.api_models import Key
 from service.web.auth import Caller, require_vote
+from service.web.errors import STATUS_OF_KIND
 from service.web.routes.common import (
     ID_MAX,
     ApiError,
@@ -171,7 +172,7 @@ def create_votes(
         details = [{"path": _path(root, p.index, p.field), "message": p.message} for p in exc.problems]
         shown = [f"{d['path']}: {d['message']}" for d in details[:5]]
         more = [f"and {len(details) - 5} more"] if len(details) > 5 else []
-        raise ApiError(exc.status, "; ".join(shown + more) + "; nothing was stored", details=details) from None
+        raise ApiError(STATUS_OF_KIND[exc.kind], "; ".join(shown + more) + "; nothing was stored", details=details) from None
     except VoteChanged as exc:
         where = _path(root, exc.index)
         raise ApiError(409, f"conflict: {where + ': ' if where else ''}{exc}; nothing was stored") from None
