@@ -115,7 +115,7 @@ def main() -> None:
         every = {}
         for m in models:
             rows = store.list_submissions(model=m, limit=args.questions)
-            every[m] = text_flags([Answer(r["question"], r["output"]) for r in rows], np.random.default_rng(0))
+            every[m] = text_flags([Answer(r.question, r.output) for r in rows], np.random.default_rng(0))
         whole = time.perf_counter() - began
         print(f"text flags reading every output instead: {whole:.2f} s (ratio {whole / sampled:.1f}); flagged: "
               + ", ".join(sorted(p for p, fs in every.items() if fs)))

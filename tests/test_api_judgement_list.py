@@ -114,7 +114,7 @@ def seed_store(store: Store) -> Seed:
         for row, (a, b) in zip(rows, chunk):
             found = store.find_judgement(row.key)
             assert found is not None
-            judgements.append(Seeded(found["id"], judge, done.tournament_id, a, b, row.outcome, row.consistent))
+            judgements.append(Seeded(found.id, judge, done.tournament_id, a, b, row.outcome, row.consistent))
     assert [j.id for j in judgements] == sorted(j.id for j in judgements)
     return Seed(judgements, (tournaments[0], tournaments[1], tournaments[2]))
 

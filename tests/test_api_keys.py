@@ -166,7 +166,7 @@ def test_a_version_7_store_gains_keys_and_created_by(tmp_path: Path) -> None:
     raw.commit()
     raw.close()
     upgraded = Store(f"sqlite:///{path}")
-    assert [x["created_by"] for x in upgraded.list_submissions()] == [None]
+    assert [x.created_by for x in upgraded.list_submissions()] == [None]
     key, secret = upgraded.create_api_key("k", [])
     assert upgraded.find_api_key(secret) == key
     upgraded.close()

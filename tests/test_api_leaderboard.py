@@ -57,8 +57,8 @@ def work(client: TestClient, queue: Queue, prefer: Prefer, consistent: bool = Tr
         key = judgement_key(ctx.spec.judge, "t1", ctx.spec.criteria, ctx.a.question, ctx.a.output, ctx.b.output)
         cached = store.find_judgement(key)
         if cached is not None:
-            winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
-            assert store.resolve_match(ctx.match_id, cached["id"], winner, cached["consistent"])
+            winner = orient(Winner(cached.outcome), cached.a_hash, ctx.a.output)
+            assert store.resolve_match(ctx.match_id, cached.id, winner, cached.consistent)
             continue
         assert store.start_match(ctx.match_id)
         winner = prefer(ctx.a, ctx.b)

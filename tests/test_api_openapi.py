@@ -152,12 +152,12 @@ def test_typed_answers_carry_every_field_the_store_gives(client: TestClient, que
     assert judged == as_json(store.tournament_judgements(tid))
     assert [set(call) for call in judged[0]["calls"]] == [{"first", "winner", "reason"}]  # as stored, no nulls added
     judgement = client.get(f"/api/judgements/{judged[0]['judgement_id']}").json()
-    assert judgement == as_json(store.get_judgement(judged[0]["judgement_id"]))
+    assert judgement == as_json(store.get_judgement(judged[0]["judgement_id"]).as_json())
     assert set(judgement) == set(JudgementOut.model_fields)
     full = client.get(f"/api/judgements/{judged[0]['judgement_id']}", params={"outputs": "true"}).json()
-    assert full == as_json(store.get_judgement(judged[0]["judgement_id"], outputs=True))
+    assert full == as_json(store.get_judgement(judged[0]["judgement_id"], outputs=True).as_json())
     assert set(full["a"]) == set(judgement["a"]) | {"output"}  # the one field added, only when asked
     submission = client.get(f"/api/submissions/{judged[0]['a']}").json()
-    assert submission == as_json(store.get_submission(judged[0]["a"]))
+    assert submission == as_json(store.get_submission(judged[0]["a"]).as_json())
     cancelled = client.post(f"/api/tournaments/{tid}/cancel", headers=AUTH).json()
     assert cancelled == {**as_json(store.get_tournament(tid)), "stopped": {"schedule": False, "runs": [], "matches": 0}}

@@ -41,7 +41,7 @@ def test_submissions_page_by_default_a_thousand_at_a_time(client: TestClient) ->
     store = store_of(client)
     store.add_submissions([NewSubmission(question_id=f"q{i}", question=f"question {i}", model="m", scenario="s",
                                          output=f"answer {i}", metadata={}) for i in range(1001)])
-    everything = store.list_submissions(limit=2000)
+    everything = [row.as_json() for row in store.list_submissions(limit=2000)]
     bodies = pages(client, "/api/submissions", "submissions")
     assert [len(b["submissions"]) for b in bodies] == [1000, 1]
     assert "offset=1000" in bodies[0]["next"] and "limit=1000" in bodies[0]["next"]

@@ -77,9 +77,9 @@ def judgements_by_key(store: Store, tid: int) -> dict[str, dict]:
         stored = store.find_judgement(key)
         assert stored is not None
         calls = sorted((c["first"], c["winner"], c["raw"], c["input_tokens"], c["output_tokens"])
-                       for c in stored["calls"])
-        found[key] = {"outcome": stored["outcome"], "consistent": stored["consistent"], "calls": calls,
-                      "cost": stored["cost_usd"]}
+                       for c in stored.calls)
+        found[key] = {"outcome": stored.outcome, "consistent": stored.consistent, "calls": calls,
+                      "cost": stored.cost_usd}
     return found
 
 
@@ -378,7 +378,7 @@ def test_compqa_scores_each_submission_once_through_batches(db: Store, env: Sett
     view = drive_to_end(db, fake, tid)
     assert (view["status"], view["matches_done"]) == ("done", 3)
     assert [len(b.custom_ids) for b in fake.batches()] == [3]  # one score per submission, shared
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     for j in db.tournament_judgements(tid):
         better = min((j["a"], j["b"]), key=lambda i: MODELS.index(models[i]))
         assert j["outcome"] == ("A" if better == j["a"] else "B")

@@ -177,8 +177,8 @@ def test_human_votes_are_filed_on_the_stored_submissions(tmp_path: Path, capsys:
     votes = store.export_judgements(judge="human/crowd")
     assert [(v["a_id"], v["b_id"]) for v in votes[:2]] == [(ids["q1", "m1"], ids["q1", "m2"]),
                                                            (ids["q2", "m1"], votes[1]["b_id"])]
-    placeholders = {(s["question_id"], s["model"]) for s in store.list_submissions(limit=100)
-                    if s["output"] == PLACEHOLDER_OUTPUT}
+    placeholders = {(s.question_id, s.model) for s in store.list_submissions(limit=100)
+                    if s.output == PLACEHOLDER_OUTPUT}
     assert placeholders == {("q2", "m3"), ("q3", "m1"), ("q3", "m2")}
     store.close()
     live = health(tmp_path)["anthropic/x"]
@@ -209,5 +209,5 @@ def test_a_long_output_travels_in_csv(tmp_path: Path) -> None:
     path = write(tmp_path, "long.csv", f"question_id,model_a,model_b,winner,output_a,output_b\nq,m1,m2,tie,{long},b\n")
     assert joust(tmp_path, "import", "battles", str(path)) == 0
     store = open_store(tmp_path)
-    assert {s["output"] for s in store.list_submissions()} == {long, "b"}
+    assert {s.output for s in store.list_submissions()} == {long, "b"}
     store.close()

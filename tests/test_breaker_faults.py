@@ -58,7 +58,7 @@ def cooldown_until(env: Settings) -> float | None:
 
 
 def planted_winner_holds(store: Store, tid: int) -> None:
-    models = {s["id"]: s["model"] for s in store.list_submissions(limit=1000)}
+    models = {s.id: s.model for s in store.list_submissions(limit=1000)}
     for j in store.tournament_judgements(tid):
         better = j["a"] if MODELS.index(models[j["a"]]) < MODELS.index(models[j["b"]]) else j["b"]
         assert (j["outcome"], j["consistent"]) == ("A" if better == j["a"] else "B", True), j

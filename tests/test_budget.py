@@ -71,7 +71,7 @@ def test_a_judge_without_a_price_records_null_cost(db: Store, env: Settings, fak
     for j in judgements:
         assert j["cost_usd"] is None and all(c["cost_usd"] is None for c in j["calls"])
         assert j["input_tokens"] == sum(c["input_tokens"] for c in j["calls"])
-        assert db.get_judgement(j["judgement_id"])["cost_usd"] is None
+        assert db.get_judgement(j["judgement_id"]).cost_usd is None
 
 
 def test_a_budget_stops_the_run_before_a_call_it_cannot_pay_for(db: Store, env: Settings, fake: FakeAnthropic) -> None:

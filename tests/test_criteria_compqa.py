@@ -48,7 +48,7 @@ def test_each_submission_is_scored_once_across_its_matches(db: Store, env: Setti
     assert (view["matches_done"], view["matches_failed"]) == (6, 0)
     assert fake.replies == 6  # six submissions, each in two matches, each scored once
     assert all("<answer>" in r.users[0] and "15. the summary itself" in r.system for r in fake.received)
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     calls = []
     for j in db.tournament_judgements(tid):
         a, b = TOTALS[models[j["a"]]], TOTALS[models[j["b"]]]
@@ -145,7 +145,7 @@ def test_the_offline_judge_scores_compqa_and_names_what_it_cannot(db: Store, env
     work(env, db, tid)
     assert fake.requests == 0
     (judgement,) = db.tournament_judgements(tid)
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     winner = judgement["a"] if judgement["outcome"] == "A" else judgement["b"]
     assert models[winner] == "structured" and judgement["consistent"] is True
     stored = {models[sid]: (total, d) for sid, _judge, total, d in scores(db)}

@@ -43,7 +43,7 @@ def client(env: Settings, db: Store) -> Iterator[TestClient]:
 
 
 def models_of(store: Store) -> dict[int, str]:
-    return {s["id"]: s["model"] for s in store.list_submissions()}
+    return {s.id: s.model for s in store.list_submissions()}
 
 
 def test_each_dimension_gets_its_own_consistency(db: Store, env: Settings, fake: FakeAnthropic) -> None:

@@ -92,7 +92,7 @@ def test_covering_beats_partial_beats_inventing_and_each_text_is_extracted_once(
         assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 3, 0)
         assert fake.replies == 4  # the source once, each summary once, across three matches
         assert sum("<document>\nMarie Curie was a physicist" in r.users[0] for r in fake.received) == 1
-        models = {s["id"]: s["model"] for s in db.list_submissions()}
+        models = {s.id: s.model for s in db.list_submissions()}
         rank = ["covering", "partial", "inventing"]
         calls = []
         for j in db.tournament_judgements(created.json()["id"]):
@@ -128,7 +128,7 @@ def test_without_sources_the_question_is_the_source_and_only_new_texts_are_extra
     work(env, db, tid)
     assert fake.replies == 3
     (judgement,) = db.tournament_judgements(tid)
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     winner = judgement["a"] if judgement["outcome"] == "A" else judgement["b"]
     assert models[winner] == "covering"
     work(env, db, start(db, env, criteria="factsim"))

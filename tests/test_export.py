@@ -162,7 +162,7 @@ def test_a_board_export_is_one_judges(tmp_path: Path, capsys: pytest.CaptureFixt
     together, export their own verdicts only."""
     store = open_store(tmp_path)
     seed(store)
-    subs = {(s["question_id"], s["model"], s["scenario"]): s["id"] for s in store.list_submissions()}
+    subs = {(s.question_id, s.model, s.scenario): s.id for s in store.list_submissions()}
     m1, m2 = subs[("q1", "m1", "plain")], subs[("q1", "m2", "plain")]
     for judge, winner in (("import/other", Winner.B), ("human/alice", Winner.B), ("human/bob", Winner.B)):
         store.import_judgements(name=judge, source="test", judge=judge, criteria="overall", rows=[

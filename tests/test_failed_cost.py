@@ -88,7 +88,7 @@ def test_a_compqa_match_failing_after_one_score_charges_it_and_keeps_the_score(
     assert failed_costs(db) == [("failed", pytest.approx(billed(fake)))]
     assert db.tournament_spend(tid) == pytest.approx(billed(fake))
     # The side that was scored kept its score: the next run over it pays for the other side only.
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     assert [models[sid] for sid, *_ in scores(db)] == ["mid"]
     paid = fake.replies
     again = work(env, db, start(db, env, judge=JUDGE, criteria="compqa", models=["mid", "bad"]))

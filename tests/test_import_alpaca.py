@@ -102,10 +102,10 @@ def test_outputs_then_annotations(data: AlpacaFiles, tmp_path: Path, capsys: pyt
     assert f"judge {data.ae1_judge}" in out
     store = Store(f"sqlite:///{tmp_path / 'joust.db'}")
     subs = store.list_submissions(limit=5000)
-    assert {s["model"] for s in subs} == {data.model, data.baseline}
+    assert {s.model for s in subs} == {data.model, data.baseline}
     first = subs[0]
-    assert first["question_id"] == default_question_id(first["question"])
-    assert first["metadata"]["dataset"] == data.first_dataset
+    assert first.question_id == default_question_id(first.question)
+    assert first.metadata["dataset"] == data.first_dataset
     rows = store.side_rows(judge=data.ae1_judge)
     assert len(rows) == n
     assert {(r.a_model, r.b_model) for r in rows} == {(data.baseline, data.model)}  # output_1 is side a

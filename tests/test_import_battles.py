@@ -115,7 +115,7 @@ def test_llmfao_positions_and_tournament(votes: Votes, tmp_path: Path) -> None:
     assert len(view["runs"]) == votes.layers
     assert len(store.side_rows(tournament_id=tournament["id"])) == votes.count
     assert store.revision() == votes.count
-    assert {s["output"] for s in store.list_submissions(limit=1000)} == {PLACEHOLDER}
+    assert {s.output for s in store.list_submissions(limit=1000)} == {PLACEHOLDER}
     store.close()
 
 
@@ -318,7 +318,7 @@ def battle(question_id: str, a: str, b: str, winner: str = "tie", **fields: str)
 def question_texts(data_dir: Path) -> dict[tuple[str, str], str]:
     store = open_store(data_dir)
     try:
-        return {(s["question_id"], s["model"]): s["question"] for s in store.list_submissions(limit=100)}
+        return {(s.question_id, s.model): s.question for s in store.list_submissions(limit=100)}
     finally:
         store.close()
 

@@ -143,8 +143,8 @@ def test_counts(cqa: Imported) -> None:
     subs = store.list_submissions(limit=10_000)
     assert len(subs) == data.submissions  # every summary of every file, the three per pair of gpt3-5/gpt4 included
     model, scenario, count = data.first_file
-    first = [s for s in subs if (s["model"], s["scenario"]) == (model, scenario)]
-    assert len(first) == count and len({s["question_id"] for s in first}) == count
+    first = [s for s in subs if (s.model, s.scenario) == (model, scenario)]
+    assert len(first) == count and len({s.question_id for s in first}) == count
     human = store.score_means("rubric/human", "compqa", by=())
     assert human[0]["n"] == data.human_scores  # summaries scored twice count both evaluations
 
@@ -192,13 +192,13 @@ def test_question_text_and_pairing(cqa: Imported) -> None:
     store, data = cqa
     model, object1, question, asked, later_models = data.base
     subs = store.list_submissions(limit=10_000)
-    base = next(s for s in subs if s["model"] == model and s["metadata"]["object1"] == object1)
-    assert base["question"] == question
-    same = [s for s in subs if s["question_id"] == base["question_id"]]
+    base = next(s for s in subs if s.model == model and s.metadata["object1"] == object1)
+    assert base.question == question
+    same = [s for s in subs if s.question_id == base.question_id]
     assert len(same) == asked
-    later = [s for s in subs if s["question_id"] == base["question_id"] + "-2"]
-    assert {s["model"] for s in later} == later_models
-    assert all(re.fullmatch(r"cqa-[0-9a-f]{16}(-[234])?", s["question_id"]) for s in subs)
+    later = [s for s in subs if s.question_id == base.question_id + "-2"]
+    assert {s.model for s in later} == later_models
+    assert all(re.fullmatch(r"cqa-[0-9a-f]{16}(-[234])?", s.question_id) for s in subs)
 
 
 def test_scores_are_stored_once_and_summarised(store: Store) -> None:

@@ -30,7 +30,7 @@ def test_both_orders_are_judged_and_the_planted_order_wins(db: Store, env: Setti
     view = work(env, db, tid)
     assert (view["status"], view["matches_done"], view["matches_total"]) == ("done", 6, 6)
     assert fake.replies == 12
-    models = {s["id"]: s["model"] for s in db.list_submissions()}
+    models = {s.id: s.model for s in db.list_submissions()}
     judgements = db.tournament_judgements(tid)
     for j in judgements:
         assert j["consistent"] is True

@@ -95,7 +95,7 @@ def judged(db: Store, env: Settings, fake: FakeAnthropic) -> dict[str, int]:
     fake.decide = malformed()
     assert run(db, env, BROKEN)["matches_failed"] == 6
     fake.decide = prefer(MODELS)
-    ids = {s["model"]: s["id"] for s in db.list_submissions(question_id="q0")}
+    ids = {s.model: s.id for s in db.list_submissions(question_id="q0")}
     vote(db, "v1", Winner.A, ids["good"], ids["mid"])
     vote(db, "v2", Winner.B, ids["good"], ids["bad"])  # against the fair judge
     return ids

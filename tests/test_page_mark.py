@@ -32,9 +32,9 @@ class Scene:
     matches: tuple[int, int]
 
     def submission(self, index: int) -> Submission:
-        [found] = [x for x in self.store.list_submissions() if x["id"] == self.ids[index]]
-        return Submission(id=found["id"], question_id=found["question_id"], question=found["question"],
-                          model=found["model"], scenario=found["scenario"], output=found["output"])
+        [found] = [x for x in self.store.list_submissions() if x.id == self.ids[index]]
+        return Submission(id=found.id, question_id=found.question_id, question=found.question,
+                          model=found.model, scenario=found.scenario, output=found.output)
 
     def resolve(self, match: int, key: str) -> int:
         a, b = self.ids[0], self.ids[1 + self.matches.index(match)]

@@ -335,7 +335,7 @@ def test_a_bad_vote_is_a_page_and_stores_nothing(client: TestClient, alice: str,
         form = forged(alice, ids["m1"], other["m1"])
     elif change == "placeholder":
         store_of(client).add_submissions([NewSubmission("q1", "text of q1", "imported", "default", PLACEHOLDER_OUTPUT)])
-        placeholder = store_of(client).list_submissions(model="imported")[0]["id"]
+        placeholder = store_of(client).list_submissions(model="imported")[0].id
         form = forged(alice, left, placeholder)
     else:
         form = {**form, **change}

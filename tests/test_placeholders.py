@@ -34,7 +34,7 @@ def field_with_battles(db: Store, tmp_path: Path) -> set[int]:
     path = tmp_path / "battles.csv"
     path.write_text(BATTLES)
     load_battles(db, path)
-    placeholders = {s["id"] for s in db.list_submissions(limit=1000) if s["output"] == PLACEHOLDER_OUTPUT}
+    placeholders = {s.id for s in db.list_submissions(limit=1000) if s.output == PLACEHOLDER_OUTPUT}
     assert len(placeholders) == 5
     return placeholders
 

@@ -61,7 +61,7 @@ def judge_all(store: Store, judge: str, verdicts: list[tuple], *, criteria: str 
     """A live run of `judge` over the pairs of `verdicts` ((a, b, calls, outcome, consistent), a
     call (first, winner, reminded[, dimensions])), stored as a worker stores them: one keyed
     judgement each (a pair with a judged pair's texts reuses its judgement), then its match."""
-    ids = {s["id"]: s for s in store.list_submissions(limit=1000)}
+    ids = {s.id: s for s in store.list_submissions(limit=1000)}
     tid = store.create_tournament(f"{judge} {criteria}", RunSpec(judge=judge, criteria=criteria, order=order),
                                   [Pair(a, b) for a, b, *_ in verdicts])
     pending = {(ctx.a.id, ctx.b.id): ctx.match_id for ctx in map(store.match_context, store.pending_matches(tid))}
@@ -69,8 +69,8 @@ def judge_all(store: Store, judge: str, verdicts: list[tuple], *, criteria: str 
         stored = [{"first": first, "winner": winner.value, "reason": f"{judge} saw {first} first", "raw": "{}",
                    "reminded": reminded, **({"dimensions": extra[0]} if extra else {})}
                   for first, winner, reminded, *extra in calls]
-        key = judgement_key(judge, "v1", criteria, ids[a]["question"], ids[a]["output"], ids[b]["output"], order)
-        jid, _ = store.save_judgement(NewJudgement(key, judge, criteria, "v1", a, b, content_hash(ids[a]["output"]),
+        key = judgement_key(judge, "v1", criteria, ids[a].question, ids[a].output, ids[b].output, order)
+        jid, _ = store.save_judgement(NewJudgement(key, judge, criteria, "v1", a, b, content_hash(ids[a].output),
                                                    outcome, consistent, stored, input_tokens=100, output_tokens=20,
                                                    cost_usd=None if judge == Y else 0.0012, order=order))
         assert store.resolve_match(pending[a, b], jid, outcome, consistent)
@@ -78,8 +78,8 @@ def judge_all(store: Store, judge: str, verdicts: list[tuple], *, criteria: str 
 
 def live_like(store: Store, tmp_path: Path) -> None:
     store.add_submissions([NewSubmission(q, QUESTIONS[q], m, sc, text) for (q, m, sc), text in OUTPUTS.items()])
-    s = {(q, m, sc): i["id"] for i in store.list_submissions(limit=100) for (q, m, sc) in [
-        (i["question_id"], i["model"], i["scenario"])]}
+    s = {(q, m, sc): i.id for i in store.list_submissions(limit=100) for (q, m, sc) in [
+        (i.question_id, i.model, i.scenario)]}
     q1 = {m: s["q1", m, "plain"] for m in ("m1", "m2", "m3")}
     q2 = {m: s["q2", m, "plain"] for m in ("m1", "m2", "m3")}
     judge_all(store, X, [
@@ -153,7 +153,7 @@ def test_export_then_import_into_an_empty_store_keeps_every_board_and_health_fig
     assert restored.judge_health() == health
     assert boards(restored) == boards(source)
     assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
-    texts = {(s["question_id"], s["model"], s["scenario"]): s["output"] for s in restored.list_submissions(limit=100)}
+    texts = {(s.question_id, s.model, s.scenario): s.output for s in restored.list_submissions(limit=100)}
     assert {k: v for k, v in texts.items() if v != PLACEHOLDER_OUTPUT} == OUTPUTS
     assert {k for k, v in texts.items() if v == PLACEHOLDER_OUTPUT} == {
         ("q3", "m1", "default"), ("q3", "m2", "default"), ("q3", "m3", "default"), ("9#turn2", "m1", "default"),
@@ -208,7 +208,7 @@ def test_an_export_of_placeholders_and_texted_human_votes_reimports(
     for name, text, human in (("arena.csv", PLACEHOLDERS, False), ("votes.csv", TEXTED_VOTES, True)):
         (tmp_path / name).write_text(text)
         load_battles(source, tmp_path / name, human=human)
-    texts = {(s["question_id"], s["model"], s["scenario"]): s["question"] for s in source.list_submissions()}
+    texts = {(s.question_id, s.model, s.scenario): s.question for s in source.list_submissions()}
     assert set(texts.values()) == {"Tea or coffee?"}
     out = tmp_path / f"export.{fmt}"
     monkeypatch.setenv("DATABASE_URL", store_url)
@@ -221,7 +221,7 @@ def test_an_export_of_placeholders_and_texted_human_votes_reimports(
     assert restored.judge_health() == source.judge_health()
     assert boards(restored) == boards(source)
     assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
-    assert {(s["question_id"], s["model"], s["scenario"]): s["question"]
+    assert {(s.question_id, s.model, s.scenario): s.question
             for s in restored.list_submissions()} == texts
     restored.close()
     source.close()
@@ -246,7 +246,7 @@ def test_a_question_with_two_texts_travels_side_by_side(
     source = Store(store_url)
     (tmp_path / "two.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TWO_TEXTS))
     load_battles(source, tmp_path / "two.jsonl")
-    texts = {(s["question_id"], s["model"], s["scenario"]): s["question"] for s in source.list_submissions()}
+    texts = {(s.question_id, s.model, s.scenario): s.question for s in source.list_submissions()}
     assert set(texts.values()) == {"Tea or coffee?", "Coffee or tea?"}
     out = tmp_path / f"export.{fmt}"
     monkeypatch.setenv("DATABASE_URL", store_url)
@@ -256,7 +256,7 @@ def test_a_question_with_two_texts_travels_side_by_side(
     assert main(["import", "battles", str(out)]) == 0, capsys.readouterr().err
     restored = Store(empty_url)
     assert comparable(exporters.judgement_rows(restored)) == comparable(exporters.judgement_rows(source))
-    assert {(s["question_id"], s["model"], s["scenario"]): s["question"]
+    assert {(s.question_id, s.model, s.scenario): s.question
             for s in restored.list_submissions()} == texts
     restored.close()
     source.close()
@@ -270,7 +270,7 @@ def test_a_panel_verdict_a_member_was_inconsistent_on_reimports(
     source = Store(store_url)
     source.add_submissions([NewSubmission("q1", QUESTIONS["q1"], m, "plain", OUTPUTS["q1", m, "plain"])
                             for m in ("m1", "m2")])
-    a, b = (s["id"] for s in source.list_submissions(limit=10))
+    a, b = (s.id for s in source.list_submissions(limit=10))
     tid = source.create_tournament("panel", RunSpec(judge="panel/trio"), [Pair(a, b)])
     calls = [{"first": None, "winner": "A", "reason": "majority of x: A, y: A, z: TIE", "members": []}]
     jid, _ = source.save_judgement(NewJudgement("f" * 64, "panel/trio", "overall", "panel-v1", a, b,

@@ -98,16 +98,16 @@ def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
         assert {"match_id", "analysis"} <= columns.keys() and "cost_usd_v2" not in columns
         assert "ix_judgements_match" in {row[1] for row in conn.execute("pragma index_list(judgements)")}
     old = store.get_judgement(1)
-    assert (old["cost_usd"], old["analysis"], old["match_id"]) == (0.25, None, None)  # kept as it was
+    assert (old.cost_usd, old.analysis, old.match_id) == (0.25, None, None)  # kept as it was
     assert store.get_tournament(1)["stopped_reason"] is None
     assert len(store.side_rows()) == 1
     jid, created = store.save_judgement(NewJudgement("k2", "openai/local", "overall", "v", 1, 2, content_hash("x"),
                                                      Winner.TIE, True, [], cost_usd=None, match_id=3))
-    assert created and store.get_judgement(jid)["cost_usd"] is None
+    assert created and store.get_judgement(jid).cost_usd is None
     store.set_analysis(1, {"a_strengths": "short"})
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
-    assert again.get_judgement(1)["analysis"] == {"a_strengths": "short"}
+    assert again.get_judgement(1).analysis == {"a_strengths": "short"}
     again.close()
 
 
@@ -228,11 +228,11 @@ def check_version_6_upgrade(store: Store) -> None:
     """What `test_a_version_6_database_is_upgraded` (and its PostgreSQL twin) check."""
     texts = ("anthropic/x", PAIRWISE_TEMPLATE_VERSION, "overall", QUESTION, P, R)
     single = judgement_key(*texts, OrderPolicy.SINGLE)
-    assert store.find_judgement(single)["id"] == 2
+    assert store.find_judgement(single).id == 2
     assert store.find_judgement(*answering_keys(*texts, OrderPolicy.BOTH)) is None  # both never takes single
-    assert store.find_judgement(*answering_keys(*texts, OrderPolicy.SINGLE))["id"] == 2
-    assert store.find_judgement(LEGACY["dimensions"])["id"] == 3  # two calls: both, its key as it was
-    assert store.find_judgement("imported")["id"] == 4 and store.find_judgement("k")["id"] == 1
+    assert store.find_judgement(*answering_keys(*texts, OrderPolicy.SINGLE)).id == 2
+    assert store.find_judgement(LEGACY["dimensions"]).id == 3  # two calls: both, its key as it was
+    assert store.find_judgement("imported").id == 4 and store.find_judgement("k").id == 1
     with store._read() as conn:
         policies = dict(conn.execute(select(s.judgements.c.id, s.judgements.c.order_policy)).all())
         modes = dict(conn.execute(select(s.tournaments.c.id, s.tournaments.c.mode)).all())

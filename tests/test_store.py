@@ -15,7 +15,7 @@ def sub(qid: str, model: str, output: str, scenario: str = "default", question: 
 
 def judgement(store: Store, a: int, b: int, key: str, winner: Winner = Winner.A) -> int:
     subs = store.list_submissions()
-    out_a = next(s["output"] for s in subs if s["id"] == a)
+    out_a = next(s.output for s in subs if s.id == a)
     jid, _ = store.save_judgement(
         NewJudgement(key=key, judge="anthropic/x", criteria="overall", template_version="t", a_id=a, b_id=b,
                      a_hash=content_hash(out_a), outcome=winner, consistent=True,
@@ -36,13 +36,13 @@ def test_conflict_rejects_the_whole_batch(store: Store) -> None:
     store.add_submissions([sub("q1", "m1", "hello")])
     with pytest.raises(Conflict, match="q1.*m1.*output"):
         store.add_submissions([sub("q2", "m1", "new one"), sub("q1", "m1", "different")])
-    assert [s["question_id"] for s in store.list_submissions()] == ["q1"]
+    assert [s.question_id for s in store.list_submissions()] == ["q1"]
 
 
 def test_filters(store: Store) -> None:
     store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b", scenario="s2"), sub("q2", "m1", "c")])
-    assert {s["question_id"] for s in store.list_submissions(model="m1")} == {"q1", "q2"}
-    assert [s["model"] for s in store.list_submissions(scenario="s2")] == ["m2"]
+    assert {s.question_id for s in store.list_submissions(model="m1")} == {"q1", "q2"}
+    assert [s.model for s in store.list_submissions(scenario="s2")] == ["m2"]
     assert len(store.select_submissions(models=["m1"], questions=["q2"])) == 1
 
 
@@ -82,7 +82,7 @@ def test_judgement_is_stored_once_per_key(store: Store) -> None:
     first = judgement(store, a, b, "same-key")
     second = judgement(store, a, b, "same-key", Winner.B)
     assert first == second
-    assert store.find_judgement("same-key")["outcome"] == "A"
+    assert store.find_judgement("same-key").outcome == "A"
     assert store.find_judgement("other") is None
 
 

@@ -27,6 +27,7 @@ from service.store import (
     Conflict,
     JudgementQuery,
     JudgementSummary,
+    KeptScore,
     NewJudgement,
     NewSubmission,
     Result,
@@ -75,8 +76,8 @@ def test_a_batch_is_idempotent_and_atomic(store: Store) -> None:
         store.add_submissions_bulk([sub("q3", "m1", "new"), sub("q1", "m2", "changed")])
     assert caught.value.index == 1
     listed = store.list_submissions()
-    assert [x["id"] for x in listed] == [i for i, _ in first]  # nothing of either batch was stored
-    assert listed[0]["metadata"] == {"dataset": "x", "n": 1} and listed[2]["scenario"] == "cot"
+    assert [x.id for x in listed] == [i for i, _ in first]  # nothing of either batch was stored
+    assert listed[0].metadata == {"dataset": "x", "n": 1} and listed[2].scenario == "cot"
     assert store.submission_metadata([first[0][0], 999]) == {first[0][0]: {"dataset": "x", "n": 1}}
     bulk = store.add_submissions_bulk([sub("q4", "m1", "d"), sub("q4", "m1", "d"), sub("q4", "m2", "e")])
     assert bulk[0] == (bulk[1][0], True) and bulk[1][1] is False and bulk[2][1] is True
@@ -116,10 +117,10 @@ def test_resolve_stamps_seq_and_counts_a_judgement_once(store: Store) -> None:
     assert [(x["a"], x["b"], x["outcome"], x["consistent"]) for x in judged] == [(a, b, "TIE", False),
                                                                                 (a, c, "B", True)]
     shown = store.get_judgement(jab)
-    assert (shown["consistent"], shown["cost_usd"], shown["analysis"], shown["match_id"]) == (False, 0.5, None, m1)
+    assert (shown.consistent, shown.cost_usd, shown.analysis, shown.match_id) == (False, 0.5, None, m1)
     store.set_analysis(jab, {"a_strengths": "short"})
-    assert store.judgement_pair(jab)[0]["analysis"] == {"a_strengths": "short"}
-    assert store.get_judgement(jac)["cost_usd"] is None
+    assert store.judgement_pair(jab)[0].analysis == {"a_strengths": "short"}
+    assert store.get_judgement(jac).cost_usd is None
 
 
 def test_a_read_sees_one_snapshot(store: Store) -> None:
@@ -146,7 +147,7 @@ def test_a_read_sees_one_snapshot(store: Store) -> None:
 def test_the_judgement_cache_answers_by_key(store: Store) -> None:
     a, b, _ = three(store)
     store.save_judgement(new_judgement(a, b, "key-17", "a"))
-    assert store.find_judgement("key-17")["calls"][1] == {"first": b, "winner": "B", "reason": "r"}
+    assert store.find_judgement("key-17").calls[1] == {"first": b, "winner": "B", "reason": "r"}
     assert store.find_judgement("key-18") is None
     keys = [f"key-{i}" for i in range(1200)]  # three statements of 500 keys
     assert store.existing_keys(keys) == {"key-17"} and store.existing_keys([]) == set()
@@ -212,10 +213,10 @@ def test_schedules_rounds_and_snapshots_are_claimed_once(store: Store) -> None:
 def test_scores_are_kept_once_per_version(store: Store) -> None:
     a, b, _ = three(store)
     kept = store.keep_score(a, JUDGE, "compqa", 12, {"template_version": "v1", "c1": 2})
-    assert kept == {"total": 12.0, "detail": {"template_version": "v1", "c1": 2}, "created": True}
-    assert store.keep_score(a, JUDGE, "compqa", 3, {"template_version": "v1"})["total"] == 12.0  # kept
-    assert store.keep_score(a, JUDGE, "compqa", 15.5, {"template_version": "v2"})["created"]  # replaced
-    assert store.find_score(a, JUDGE, "compqa")["total"] == 15.5 and store.find_score(b, JUDGE, "compqa") is None
+    assert kept == KeptScore(total=12.0, detail={"template_version": "v1", "c1": 2}, created=True)
+    assert store.keep_score(a, JUDGE, "compqa", 3, {"template_version": "v1"}).total == 12.0  # kept
+    assert store.keep_score(a, JUDGE, "compqa", 15.5, {"template_version": "v2"}).created  # replaced
+    assert store.find_score(a, JUDGE, "compqa").total == 15.5 and store.find_score(b, JUDGE, "compqa") is None
     assert set(store.find_scores([a, b], JUDGE, "compqa")) == {a}
     assert store.add_scores([NewScore(b, "rubric/h", "compqa", 9.0, {"evaluations": [{"total": 8}, {"total": 10}]}),
                              NewScore(a, "rubric/h", "compqa", 11.0)]) == (2, 0)
@@ -343,7 +344,7 @@ def test_an_old_postgres_database_is_upgraded(postgres_url: str, version: int) -
         assert [tuple(r) for r in stamped] == [(1, 1, True, None), (2, 2, False, None), (3, None, False, None)]
         assert len(store.side_rows()) == 1 and store.get_tournament(1)["rounds"] == 0
         jid, created = store.save_judgement(new_judgement(1, 2, "new", "x", cost=None, match_id=3))
-        assert created and jid == 2 and store.get_judgement(jid)["cost_usd"] is None  # NULL allowed now
+        assert created and jid == 2 and store.get_judgement(jid).cost_usd is None  # NULL allowed now
         assert store.resolve_match(3, jid, Winner.B, True) and store.revision() == 3
         store.charge_match(3, 0.25)
         assert store.tournament_spend(2) == 0.25

@@ -42,7 +42,7 @@ def prompt_of(record: Received) -> tuple[str, str]:
 
 def planted_winner_holds(store: Store, tid: int) -> None:
     """Every judgement is the planted preference, consistent: no tie the judge did not give."""
-    models = {s["id"]: s["model"] for s in store.list_submissions(limit=1000)}
+    models = {s.id: s.model for s in store.list_submissions(limit=1000)}
     for j in store.tournament_judgements(tid):
         better = j["a"] if MODELS.index(models[j["a"]]) < MODELS.index(models[j["b"]]) else j["b"]
         assert (j["outcome"], j["consistent"]) == ("A" if better == j["a"] else "B", True), j

@@ -124,11 +124,11 @@ def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
         judgement, a, b = rt.store.judgement_pair(judgement_id)
     except NotFound:
         return "missing"
-    if judgement["outcome"] != "TIE":
+    if judgement.outcome != "TIE":
         return "not a tie"
-    if judgement["analysis"] is not None and "error" not in judgement["analysis"]:
+    if judgement.analysis is not None and "error" not in judgement.analysis:
         return "skipped"  # a twin job already answered
-    spec = judgement["judge"]
+    spec = judgement.judge
     stamp = {"judge": spec, "version": ANALYSIS_VERSION}
     try:
         complete = getattr(gated(rt, spec), "complete", None)

@@ -36,7 +36,7 @@ from typing import Any
 from leaderboard.consistency import match_seed
 from leaderboard.pricing import BATCH_DISCOUNT, cost_usd, estimate_tokens
 from leaderboard.types import MatchOutcome
-from service.store import MatchContext, NeededRequest, RequestStatus, StoredRequest
+from service.store import KeptScore, MatchContext, NeededRequest, RequestStatus, StoredRequest
 
 from .budget import BUDGET, Meter, charge_unrecorded, stop_for
 from .criteria import criteria_set
@@ -125,12 +125,12 @@ class KeptScores:
     def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         return self.book.exclusive(key)  # shared with live workers scoring the same submission
 
-    async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None:
+    async def find_score(self, submission_id: int, judge: str, criteria: str) -> KeptScore | None:
         return await self.book.find_score(submission_id, judge, criteria)
 
-    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict:
+    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> KeptScore:
         found = await self.book.keep_score(submission_id, judge, criteria, total, detail)
-        if found.get("created"):
+        if found.created:
             self.kept.append((int(detail.get("input_tokens") or 0), int(detail.get("output_tokens") or 0)))
         return found
 

@@ -30,7 +30,7 @@ from leaderboard.keys import content_hash, keyed_order, orient
 from leaderboard.pricing import delivery_discount, priced_calls
 from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
-from service.store import ACTIVE, MatchContext, NewJudgement, NotFound, Store
+from service.store import ACTIVE, KeptScore, MatchContext, NewJudgement, NotFound, Store
 
 from . import logcontext
 from .backoff import retry_delay
@@ -71,10 +71,10 @@ class OffLoopScores:
             return self.leases.exclusive(key)
         return self.locks.setdefault(key, asyncio.Lock())
 
-    async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None:
+    async def find_score(self, submission_id: int, judge: str, criteria: str) -> KeptScore | None:
         return await self.io(self.store.find_score, submission_id, judge, criteria)
 
-    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict:
+    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> KeptScore:
         return await self.io(self.store.keep_score, submission_id, judge, criteria, total, detail)
 
 
@@ -161,8 +161,8 @@ async def resolve_from_store(deps: Deps, ctx: MatchContext, keys: tuple[str, ...
     cached = await deps.io(deps.store.find_judgement, *keys)
     if cached is None:
         return False
-    winner = orient(Winner(cached["outcome"]), cached["a_hash"], ctx.a.output)
-    await deps.io(deps.store.resolve_match, ctx.match_id, cached["id"], winner, cached["consistent"])
+    winner = orient(Winner(cached.outcome), cached.a_hash, ctx.a.output)
+    await deps.io(deps.store.resolve_match, ctx.match_id, cached.id, winner, cached.consistent)
     return True
 
 

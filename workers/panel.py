@@ -22,7 +22,7 @@ from leaderboard.keys import content_hash, keyed_order, orient
 from leaderboard.panel import Aggregation, Panel, majority
 from leaderboard.shown import pair_keys
 from leaderboard.types import MatchOutcome, Winner
-from service.store import MatchContext, NewJudgement
+from service.store import MatchContext, NewJudgement, StoredJudgement
 
 from .deps import Deps, fail
 
@@ -69,16 +69,16 @@ async def resolve_panel(deps: Deps, ctx: MatchContext) -> MatchOutcome:
             raise RuntimeError("a panel match waits for its members and there is no queue to wait on")
         await deps.requeue(ctx.match_id, WAIT_S, "for its members' verdicts")
         return MatchOutcome.WAITING
-    verdicts = {m: orient(Winner(j["outcome"]), j["a_hash"], ctx.a.output) for m, j in found.items()}
+    verdicts = {m: orient(Winner(j.outcome), j.a_hash, ctx.a.output) for m, j in found.items()}
     outcome = majority(verdicts.values())
     member = members[0] if jury.aggregation is Aggregation.SEPARATE else None
     keys = pair_keys(panel_key_judge(jury, member), ctx.spec.criteria, ctx.spec.order, ctx.a, ctx.b, ctx.reference)
-    said = [{"judge": m, "judgement_id": found[m]["id"], "winner": verdicts[m].value} for m in members]
+    said = [{"judge": m, "judgement_id": found[m].id, "winner": verdicts[m].value} for m in members]
     how = "majority" if member is None else "copy"
     reason = f"{how} of " + ", ".join(f"{m}: {verdicts[m].value}" for m in members)
     # One call, the panel's verdict (so judge health reads the panel's ties and lengths), naming its members'.
     calls = [{"first": None, "winner": outcome.value, "reason": reason, "members": said}]
-    consistent = all(j["consistent"] for j in found.values())
+    consistent = all(j.consistent for j in found.values())
     judgement_id, created = await io(store.save_judgement, NewJudgement(
         key=keys.key, judge=jury.judge, criteria=ctx.spec.criteria, template_version=keys.version,
         a_id=ctx.a.id, b_id=ctx.b.id, a_hash=content_hash(ctx.a.output), outcome=outcome, consistent=consistent,
@@ -88,14 +88,14 @@ async def resolve_panel(deps: Deps, ctx: MatchContext) -> MatchOutcome:
     if not created:  # another panel match of the same content stored it first: take its verdict
         stored = await io(store.find_judgement, keys.key)
         assert stored is not None
-        outcome = orient(Winner(stored["outcome"]), stored["a_hash"], ctx.a.output)
+        outcome = orient(Winner(stored.outcome), stored.a_hash, ctx.a.output)
     await io(store.resolve_match, ctx.match_id, judgement_id, outcome, consistent, made=created)
     return MatchOutcome.JUDGED if created else MatchOutcome.CACHED
 
 
-async def _verdicts(deps: Deps, ctx: MatchContext, members: list[str] | tuple[str, ...]) -> dict[str, dict]:
+async def _verdicts(deps: Deps, ctx: MatchContext, members: list[str] | tuple[str, ...]) -> dict[str, StoredJudgement]:
     """The stored judgement of the pair of each member that has one, under its own keys."""
-    found: dict[str, dict] = {}
+    found: dict[str, StoredJudgement] = {}
     for member in members:
         keys = pair_keys(member, ctx.spec.criteria, ctx.spec.order, ctx.a, ctx.b, ctx.reference)
         judgement = await deps.io(deps.store.find_judgement, *keys.answering)

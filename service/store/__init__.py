@@ -49,6 +49,7 @@ from .marks import Marks, PageMark
 from .matches import Matches
 from .panels import Panels
 from .rounds import Rounds
+from .rows import JudgementDetail, JudgementSide, KeptScore, StoredJudgement, StoredSubmission
 from .runs import RunList, RunRow, Runs
 from .scores import Scores
 from .shortage import Shortage, database_shortage, redis_full_reason, redis_shortage
@@ -66,7 +67,7 @@ __all__ = [
     "StoreUnavailable", "Shortage", "database_shortage", "redis_full_reason", "redis_shortage", "RunList",
     "RunRow", "Settled", "Store", "OutputLength", "TournamentName", "StoredRequest", "StoredVote",
     "VoteChanged", "VotePair", "JudgementLists", "JudgementQuery", "JudgementSummary", "Result", "Shown",
-    "SideSummary",
+    "SideSummary", "JudgementDetail", "JudgementSide", "KeptScore", "StoredJudgement", "StoredSubmission",
 ]
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sqlalchemy import select, update
 
@@ -10,12 +9,13 @@ from leaderboard.types import Submission
 
 from . import schema as s
 from .base import Database, NotFound, submission_of
+from .rows import JudgementDetail
 
 
 class Judgements(Database):
     """One judgement at a time: read it with its two sides, and keep its tie analysis."""
 
-    def judgement_pair(self, judgement_id: int) -> tuple[dict, Submission, Submission]:
+    def judgement_pair(self, judgement_id: int) -> tuple[JudgementDetail, Submission, Submission]:
         """The judgement (as `get_judgement` shows it) and the two submissions it judged, a
         then b; raises NotFound."""
         j, sub = s.judgements, s.submissions
@@ -25,16 +25,14 @@ class Judgements(Database):
                 raise NotFound(f"no judgement {judgement_id}")
             subs = {r.id: submission_of(r) for r in conn.execute(select(sub).where(sub.c.id.in_([row.a_id, row.b_id])))}
         a, b = subs[row.a_id], subs[row.b_id]
-        return _view(row, a, b), a, b
+        return JudgementDetail.of(row, a, b), a, b
 
-    def get_judgement(self, judgement_id: int, *, outputs: bool = False) -> dict:
+    def get_judgement(self, judgement_id: int, *, outputs: bool = False) -> JudgementDetail:
         """A judgement: both sides (model, scenario, and with `outputs` their output texts), the
         outcome for a, the calls, tokens, cost, and the tie analysis (None until one was asked
         for and answered); raises NotFound."""
         view, a, b = self.judgement_pair(judgement_id)
-        if outputs:
-            view["a"]["output"], view["b"]["output"] = a.output, b.output
-        return view
+        return view.with_outputs(a, b) if outputs else view
 
     def set_analysis(self, judgement_id: int, analysis: dict) -> None:
         """Keep the tie analysis of a judgement (replacing an earlier one); raises NotFound."""
@@ -45,31 +43,3 @@ class Judgements(Database):
             ).rowcount
         if not done:
             raise NotFound(f"no judgement {judgement_id}")
-
-
-def _side(sub: Submission) -> dict:
-    return {"id": sub.id, "model": sub.model, "scenario": sub.scenario, "output_chars": len(sub.output)}
-
-
-def _view(row: Any, a: Submission, b: Submission) -> dict:
-    return {
-        "id": row.id,
-        "key": row.key,
-        "judge": row.judge,
-        "criteria": row.criteria,
-        "template_version": row.template_version,
-        "question_id": a.question_id,
-        "question": a.question,
-        "a": _side(a),
-        "b": _side(b),
-        "outcome": row.outcome,
-        "consistent": bool(row.consistent),
-        "calls": json.loads(row.calls),
-        "input_tokens": row.input_tokens,
-        "output_tokens": row.output_tokens,
-        "cost_usd": row.cost_usd,
-        "created_at": row.created_at,
-        "match_id": row.match_id,
-        "created_by": row.created_by,  # a vote: the API key that filed it
-        "analysis": json.loads(row.analysis) if row.analysis else None,
-    }

@@ -13,6 +13,7 @@ from leaderboard.types import MatchStatus, Mode, TournamentStatus, Winner
 
 from . import schema as s
 from .base import ACTIVE, Database, MatchContext, NewJudgement, NotFound, stop_run, submission_of
+from .rows import StoredJudgement
 
 
 class Matches(Database):
@@ -62,14 +63,14 @@ class Matches(Database):
             )
         return True
 
-    def find_judgement(self, key: str, *more: str) -> dict | None:
+    def find_judgement(self, key: str, *more: str) -> StoredJudgement | None:
         """The judgement stored under `key`, else under the first of `more` that has one
         (a request's answering keys, best first: `leaderboard.keys.answering_keys`); None."""
         j = s.judgements
         keys = [key, *more]
         with self._read() as conn:
             rows = {r.key: r for r in conn.execute(select(j).where(j.c.key.in_(keys)))}
-        return next((_judgement_view(rows[k]) for k in keys if k in rows), None)
+        return next((StoredJudgement.of(rows[k]) for k in keys if k in rows), None)
 
     def save_judgement(self, new: NewJudgement) -> tuple[int, bool]:
         """Store a judgement once under its key; a second writer gets the first one's id."""
@@ -102,7 +103,7 @@ class Matches(Database):
             found = self.find_judgement(new.key)
             if found is None:
                 raise
-            return int(found["id"]), False
+            return int(found.id), False
 
     def resolve_match(
         self, match_id: int, judgement_id: int, outcome: Winner, consistent: bool, *, made: bool = False
@@ -231,24 +232,6 @@ class Matches(Database):
 
 
 STOPPED_FAILING = "failing"
-
-
-def _judgement_view(row: Any) -> dict:
-    return {
-        "id": row.id,
-        "key": row.key,
-        "judge": row.judge,
-        "criteria": row.criteria,
-        "template_version": row.template_version,
-        "a_id": row.a_id,
-        "b_id": row.b_id,
-        "a_hash": row.a_hash,
-        "outcome": row.outcome,
-        "consistent": bool(row.consistent),
-        "calls": json.loads(row.calls),
-        "cost_usd": row.cost_usd,
-        "match_id": row.match_id,
-    }
 
 
 def _next_seq(conn: Connection) -> int:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from . import schema as s
 from .base import Database
+from .rows import KeptScore
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 
@@ -26,13 +27,13 @@ CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-paramet
 class Scores(Database):
     """Find and keep single scores; list which judges scored under a criteria set."""
 
-    def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None:
-        """{"total", "detail"} of the stored score, or None."""
+    def find_score(self, submission_id: int, judge: str, criteria: str) -> KeptScore | None:
+        """The stored score (not `created`), or None."""
         with self._read() as conn:
             row = conn.execute(_score_query(submission_id, judge, criteria)).first()
-        return None if row is None else _view(row, created=False)
+        return None if row is None else KeptScore.of(row)
 
-    def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict:
+    def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> KeptScore:
         """Store this score unless one of the same template version is stored (kept: that one),
         and return the score kept with `created` (whether it is this one)."""
         version = detail.get("template_version")
@@ -44,12 +45,12 @@ class Scores(Database):
                     stored = conn.execute(_score_query(submission_id, judge, criteria)).first()
                     if stored is None:
                         conn.execute(s.scores.insert().values(**row, created_at=self._clock()))
-                        return {"total": row["total"], "detail": detail, "created": True}
+                        return KeptScore(total=row["total"], detail=detail, created=True)
                     if json.loads(stored.detail or "{}").get("template_version") == version:
-                        return _view(stored, created=False)
+                        return KeptScore.of(stored)
                     conn.execute(update(s.scores).where(s.scores.c.id == stored.id)
                                  .values(total=row["total"], detail=row["detail"], created_at=self._clock()))
-                    return {"total": row["total"], "detail": detail, "created": True}
+                    return KeptScore(total=row["total"], detail=detail, created=True)
             except IntegrityError:
                 continue
         found = self.find_score(submission_id, judge, criteria)
@@ -57,12 +58,12 @@ class Scores(Database):
             raise RuntimeError(f"score of submission {submission_id} by {judge} vanished")
         return found
 
-    def find_scores(self, submission_ids: Sequence[int], judge: str, criteria: str) -> dict[int, dict]:
-        """Submission id -> {"total", "detail"} of its stored score, for the ids that have one
+    def find_scores(self, submission_ids: Sequence[int], judge: str, criteria: str) -> dict[int, KeptScore]:
+        """Submission id -> its stored score, for the ids that have one
         (500 ids a statement)."""
         sc = s.scores
         wanted = sorted(set(submission_ids))
-        found: dict[int, dict] = {}
+        found: dict[int, KeptScore] = {}
         with self._read() as conn:
             for start in range(0, len(wanted), CHUNK):
                 rows = conn.execute(
@@ -71,7 +72,7 @@ class Scores(Database):
                         sc.c.submission_id.in_(wanted[start:start + CHUNK]),
                     )
                 )
-                found.update((r.submission_id, _view(r, created=False)) for r in rows)
+                found.update((r.submission_id, KeptScore.of(r)) for r in rows)
         return found
 
     def score_judges(self, criteria: str) -> list[str]:
@@ -88,7 +89,3 @@ def _score_query(submission_id: int, judge: str, criteria: str) -> Any:
     return select(sc.c.id, sc.c.total, sc.c.detail).where(
         and_(sc.c.submission_id == submission_id, sc.c.judge == judge, sc.c.criteria == criteria)
     )
-
-
-def _view(row: Any, *, created: bool) -> dict:
-    return {"total": float(row.total), "detail": json.loads(row.detail or "{}"), "created": created}

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.conversation import as_dicts, canonical, from_canonical
+from leaderboard.conversation import canonical
 from leaderboard.keys import content_hash
 from leaderboard.turns import turn_of
 from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
@@ -20,6 +20,7 @@ from leaderboard.types import PLACEHOLDER_OUTPUT, Submission
 from . import schema as s
 from .api_keys import WRITER
 from .base import Conflict, Database, NewSubmission, NotFound, ReferenceMismatch, submission_of
+from .rows import StoredSubmission
 
 CHUNK = 500  # ids per IN (...) clause: well under every backend's bound-parameter limit
 PLACEHOLDER_HASH = content_hash(PLACEHOLDER_OUTPUT)
@@ -129,7 +130,7 @@ class Submissions(Database):
         question_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[dict]:
+    ) -> list[StoredSubmission]:
         """Submissions in id order, optionally filtered."""
         t = s.submissions
         query = select(t).order_by(t.c.id).limit(limit).offset(offset)
@@ -138,16 +139,16 @@ class Submissions(Database):
                 query = query.where(column == value)
         with self._read() as conn:
             rows = conn.execute(query).all()
-        return [_view(r) for r in rows]
+        return [StoredSubmission.of(r) for r in rows]
 
-    def get_submission(self, submission_id: int) -> dict:
+    def get_submission(self, submission_id: int) -> StoredSubmission:
         """One submission, as `list_submissions` shows it; raises NotFound."""
         t = s.submissions
         with self._read() as conn:
             row = conn.execute(select(t).where(t.c.id == submission_id)).first()
         if row is None:
             raise NotFound(f"no submission {submission_id}")
-        return _view(row)
+        return StoredSubmission.of(row)
 
     def select_submissions(
         self,
@@ -187,21 +188,6 @@ class Submissions(Database):
                 rows = conn.execute(select(t.c.id, t.c.metadata).where(t.c.id.in_(wanted[start:start + CHUNK])))
                 found.update((r.id, json.loads(r.metadata or "{}")) for r in rows)
         return found
-
-
-def _view(row: Any) -> dict:
-    return {
-        "id": row.id,
-        "question_id": row.question_id,
-        "question": row.question,
-        "model": row.model,
-        "scenario": row.scenario,
-        "output": row.output if row.turns is None else as_dicts(from_canonical(row.turns)),
-        "reference": row.reference,
-        "metadata": json.loads(row.metadata),
-        "created_at": row.created_at,
-        "created_by": row.created_by,
-    }
 
 
 def _filtered(query: Select, models: Sequence[str] | None, scenarios: Sequence[str] | None,

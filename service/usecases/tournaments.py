@@ -153,7 +153,7 @@ def _stored(store: Store, spec: RunSpec, todo: list[tuple[Submission, Submission
     if criteria not in ("compqa", "factsim"):
         return callplan.Stored()
     ids = sorted({sub.id for pair in todo for sub in pair})
-    scores = {sid: callplan.stored_score(found["detail"])
+    scores = {sid: callplan.stored_score(found.detail)
               for sid, found in store.find_scores(ids, spec.judge, criteria).items()}
     if criteria == "compqa":
         # An offline judge scores with its own rubric rules, and its scores carry their version.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from leaderboard.types import Call, OrderPolicy, Outcome
-from service.store import MatchContext
+from service.store import KeptScore, MatchContext
 
 from ..judge import Judge
 from ..pairwise import Recorded
@@ -33,19 +33,19 @@ class ScoreBook(Protocol):
     off the event loop (`workers.match.OffLoopScores`), so a database write never stalls the
     other matches in flight.
 
-    `find_score` → {"total", "detail"} or None. `keep_score` stores a score unless one of the
+    `find_score` → the stored `KeptScore` or None. `keep_score` stores a score unless one of the
     same `detail["template_version"]` is there already, and returns the one kept (first writer
     wins, so workers racing on one submission all use the same score) with `created`.
     """
 
-    async def find_score(self, submission_id: int, judge: str, criteria: str) -> dict | None: ...
+    async def find_score(self, submission_id: int, judge: str, criteria: str) -> KeptScore | None: ...
 
     def exclusive(self, key: str) -> AbstractAsyncContextManager[None]:
         """Held around work that matches in flight share and must pay for once (a submission's
         score, a source's facts): the others wait, then find it in the book."""
         ...
 
-    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> dict: ...
+    async def keep_score(self, submission_id: int, judge: str, criteria: str, total: float, detail: dict) -> KeptScore: ...
 
 
 class CriteriaSet(Protocol):

@@ -23,7 +23,7 @@ from leaderboard.rubric import MAX_POINTS
 from leaderboard.templates import COMPQA_TEMPLATE_VERSION as TEMPLATE_VERSION  # noqa: F401  (re-exported)
 from leaderboard.templates import compqa_score_version
 from leaderboard.types import OrderPolicy, Outcome, Submission, Winner
-from service.store import MatchContext
+from service.store import KeptScore, MatchContext
 
 from ..judge import Judge, Send, ask_with_reminder, completer, gather_settled
 from .base import Judged, RubricReply, ScoreBook
@@ -112,23 +112,23 @@ async def judge(
         # Matches in flight that share this submission wait for one score, then reuse it.
         async with scores.exclusive(f"score:{CRITERIA}:{spec}:{version}:{sub.id}"):
             stored = await scores.find_score(sub.id, spec, CRITERIA)
-            if stored is not None and stored["detail"].get("template_version") == version:
+            if stored is not None and stored.detail.get("template_version") == version:
                 return _call(sub.id, stored, reused=True)
             reply = await scorer(sub.question, sub.output)
             kept = await scores.keep_score(sub.id, spec, CRITERIA, reply.total, score_detail(reply, version))
         # Another worker may have kept its score first: use that one, but count what we paid.
-        return _call(sub.id, kept, reused=not kept.get("created", True), paid=reply)
+        return _call(sub.id, kept, reused=not kept.created, paid=reply)
 
     a, b = await gather_settled(side(ctx.a), side(ctx.b))
     outcome = Outcome(winner=winner_of(a.score, b.score), consistent=True)
     return Judged([a, b], outcome, {"scores": {ctx.a.id: a.score, ctx.b.id: b.score}})
 
 
-def _call(submission_id: int, stored: dict, *, reused: bool, paid: RubricReply | None = None) -> ScoreCall:
-    detail = stored["detail"]
+def _call(submission_id: int, stored: KeptScore, *, reused: bool, paid: RubricReply | None = None) -> ScoreCall:
+    detail = stored.detail
     return ScoreCall(
         first=submission_id,
-        score=float(stored["total"]),
+        score=float(stored.total),
         points=dict(detail.get("criteria", {})),
         max_total=int(detail.get("max_total", FULL_MARKS)),
         raw=str(detail.get("raw", "")),

@@ -46,7 +46,7 @@ from leaderboard.keys import content_hash
 from leaderboard.templates import FACTSIM_TEMPLATE_VERSION as TEMPLATE_VERSION
 from leaderboard.templates import factsim_score_version
 from leaderboard.types import OrderPolicy, Outcome, Submission, Winner
-from service.store import MatchContext
+from service.store import KeptScore, MatchContext
 
 from ..embeddings import MINILM, EncoderUnavailable, SentenceEncoder, encoder
 from ..errors import PermanentJudgeError
@@ -194,7 +194,7 @@ async def judge(
     # Matches in flight over the same sources wait for one extraction of them, then reuse it.
     async with scores.exclusive(f"facts:{CRITERIA}:{spec}:{version}"):
         stored = {sub.id: await scores.find_score(sub.id, spec, CRITERIA) for sub in sides}
-        kept = {i: s for i, s in stored.items() if s is not None and s["detail"].get("template_version") == version}
+        kept = {i: s for i, s in stored.items() if s is not None and s.detail.get("template_version") == version}
         todo = [sub for sub in sides if sub.id not in kept]
         source_calls: list[SourceCall] = []
         paid: dict[int, Extracted] = {}
@@ -260,11 +260,11 @@ def _missing(sources: Sequence[str], known: Mapping[str, object]) -> list[tuple[
     return out
 
 
-def _known_source_facts(stored: Iterable[dict]) -> dict[str, tuple[Fact, ...]]:
+def _known_source_facts(stored: Iterable[KeptScore]) -> dict[str, tuple[Fact, ...]]:
     """Source text hash → its facts, from stored scores extracted with the current prompt."""
     known: dict[str, tuple[Fact, ...]] = {}
     for score in stored:
-        detail = score["detail"]
+        detail = score.detail
         if detail.get("facts_version") != TEMPLATE_VERSION:
             continue
         for source in detail.get("sources", ()):
@@ -291,11 +291,11 @@ def _detail(
     }  # fmt: skip
 
 
-def _call(submission_id: int, stored: dict, paid: Extracted | None) -> ScoreCall:
-    detail = stored["detail"]
+def _call(submission_id: int, stored: KeptScore, paid: Extracted | None) -> ScoreCall:
+    detail = stored.detail
     return ScoreCall(
         first=submission_id,
-        score=float(stored["total"]),
+        score=float(stored.total),
         coverage=float(detail.get("coverage", 0.0)),
         consistency=float(detail.get("consistency", 0.0)),
         facts=len(detail.get("summary_facts", ())),
@@ -304,5 +304,5 @@ def _call(submission_id: int, stored: dict, paid: Extracted | None) -> ScoreCall
         output_tokens=paid.output_tokens if paid else 0,
         latency_ms=paid.latency_ms if paid else 0.0,
         reminded=paid.reminded if paid else False,
-        reused=paid is None or not stored.get("created", True),
+        reused=paid is None or not stored.created,
     )

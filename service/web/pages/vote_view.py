@@ -14,6 +14,7 @@ from typing import Any
 from leaderboard.players import player_of
 from leaderboard.types import Level, Submission, Winner
 from leaderboard.votes import Verdict
+from service.store import JudgementDetail
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,12 @@ def system(sub: Submission) -> str:
     return player_of(sub.model, sub.scenario, Level.SYSTEM)
 
 
-def receipt_of(judgement: Mapping[str, Any], a: Submission, b: Submission) -> Receipt:
+def receipt_of(judgement: JudgementDetail, a: Submission, b: Submission) -> Receipt:
     """The receipt of a stored vote (`Store.judgement_pair`): left is the answer shown first,
     a when the vote does not say (one filed through the API without `first`)."""
-    calls: Sequence[Mapping[str, Any]] = judgement.get("calls") or [{}]
+    calls: Sequence[Mapping[str, Any]] = judgement.calls or [{}]
     call = calls[0]
-    outcome = Winner(judgement["outcome"])
+    outcome = Winner(judgement.outcome)
     left_is_b = call.get("first") == b.id
     return Receipt(left=system(b if left_is_b else a), right=system(a if left_is_b else b),
                    winner=outcome.flipped() if left_is_b else outcome, both_bad=bool(call.get("both_bad")))

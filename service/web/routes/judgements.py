@@ -127,7 +127,7 @@ def get_judgement(
     """The judgement: the question, both sides (model, scenario, output length, and with
     `outputs=true` the output), the outcome for a, whether the orders agreed, every call (the
     submission shown first, its verdict and reason), tokens, cost, and `analysis`."""
-    return JudgementOut(**store.get_judgement(judgement_id, outputs=outputs))
+    return JudgementOut(**store.get_judgement(judgement_id, outputs=outputs).as_json())
 
 
 @router.post(
@@ -147,15 +147,15 @@ def analyse_tie(
 ) -> AnalysisQueued | JudgementOut:
     """Ask the judge of a tied judgement what each side does better and whom each suits."""
     judgement = store.get_judgement(judgement_id)
-    if judgement["outcome"] != "TIE":
-        raise ApiError(409, f"judgement {judgement_id} is not a tie (outcome {judgement['outcome']}): "
+    if judgement.outcome != "TIE":
+        raise ApiError(409, f"judgement {judgement_id} is not a tie (outcome {judgement.outcome}): "
                             "only ties are analysed")
-    if judgement["judge"].partition("/")[0] not in JUDGE_PROVIDERS:
-        raise ApiError(409, f"judgement {judgement_id} was made by {judgement['judge']!r}, which joust cannot ask")
-    analysis = judgement["analysis"]
+    if judgement.judge.partition("/")[0] not in JUDGE_PROVIDERS:
+        raise ApiError(409, f"judgement {judgement_id} was made by {judgement.judge!r}, which joust cannot ask")
+    analysis = judgement.analysis
     if analysis is not None and "error" not in analysis:
         response.status_code = 200
-        return JudgementOut(**judgement)
+        return JudgementOut(**judgement.as_json())
     try:
         job_id = queue.enqueue_analysis(judgement_id)
     except RedisError as exc:

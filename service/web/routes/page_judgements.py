@@ -128,7 +128,7 @@ def judgement_page(
     if not judgement_id.isdigit() or not 1 <= int(judgement_id) <= 2**31 - 1:
         return problem(request, mark, f"{judgement_id[:40]!r} is not a judgement id", 422)
     try:
-        judgement = JudgementOut(**store.get_judgement(int(judgement_id), outputs=True))
+        judgement = JudgementOut(**store.get_judgement(int(judgement_id), outputs=True).as_json())
     except NotFound as exc:
         return problem(request, mark, str(exc), 404)
     view = judgement_view(judgement)

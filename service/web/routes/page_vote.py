@@ -147,7 +147,7 @@ def receipt_for(store: Store, voter: Voter, judgement_id: int) -> Receipt:
         judgement, a, b = store.judgement_pair(judgement_id)
     except NotFound:
         judgement = None
-    if judgement is None or judgement["judge"] != voter.judge:
+    if judgement is None or judgement.judge != voter.judge:
         raise PageProblem(f"you have no vote {judgement_id}", 404)
     return receipt_of(judgement, a, b)
 

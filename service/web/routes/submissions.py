@@ -99,7 +99,7 @@ def list_submissions(
         model=model, scenario=scenario, question_id=question_id, limit=page.fetch, offset=page.offset
     )
     shown, following = page.cut(rows, response)
-    return SubmissionsOut(submissions=[SubmissionOut(**row) for row in shown], next=following)
+    return SubmissionsOut(submissions=[SubmissionOut(**row.as_json()) for row in shown], next=following)
 
 
 @router.get("/{submission_id}", response_model=SubmissionOut, responses=error_responses(404, 422))
@@ -108,4 +108,4 @@ def get_submission(
 ) -> SubmissionOut:
     """One submission with its output, as a row of the list shows it: what a judgement's side
     (`a.id`, `b.id`) was."""
-    return SubmissionOut(**store.get_submission(submission_id))
+    return SubmissionOut(**store.get_submission(submission_id).as_json())
