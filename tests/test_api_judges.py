@@ -23,7 +23,7 @@ from service.store.queue import job_queue
 from service.web.app import create_app
 from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
-from workers.worker import JoustWorker
+from workers.rq_worker import JoustWorker
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -24,8 +24,8 @@ from service.web.app import create_app
 from tests.api_fixtures import app_state_of
 from tests.fake_anthropic import FakeAnthropic, malformed, prefer
 from tests.fake_openai import FakeOpenAI
-from workers import runtime
-from workers.worker import JoustWorker
+from workers import jobs
+from workers.rq_worker import JoustWorker
 
 KEY = "k"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -66,7 +66,7 @@ def settings(tmp_path: Path, redis_url: str, anthropic: FakeAnthropic, openai: F
                         "OPENAI_API_KEY": "test-key", "JOUST_RETRY_BACKOFF": "0.05"}.items():
         monkeypatch.setenv(name, value)
     yield Settings.from_env()
-    runtime.shutdown(drain_s=5)
+    jobs.shutdown(drain_s=5)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from service.store.queue import SERIALIZER, JobQueue
 from tests.api_fixtures import API_KEY
 from tests.fake_anthropic import FakeAnthropic, ResultType, prefer
 from tests.worker_fixtures import MODELS, set_env, start, submit, work, work_until
-from workers import batches, runtime
+from workers import batches, jobs
 from workers.match import key_of
 
 PRICED = "anthropic/claude-haiku-4-5"  # a judge with a list price, so costs can be compared
@@ -151,11 +151,11 @@ def test_a_restart_in_the_middle_submits_nothing_twice(db: Store, env: Settings,
     assert (batch["id"], batch["status"], batch["requests"]) == (first.created[0], "in_progress", 12)
     assert batch["request_counts"]["processing"] == 12 and batch["ended_at"] is None
 
-    runtime.shutdown()  # every process restarts: a new engine, store and driver
+    jobs.shutdown()  # every process restarts: a new engine, store and driver
     again = drive()
     assert (again.submitted, again.created, again.ended) == (0, (), ())
     fake.end_batches()
-    runtime.shutdown()
+    jobs.shutdown()
     view = drive_to_end(db, fake, tid)
     assert (view["status"], view["matches_done"]) == ("done", 6)
     assert len(fake.batch_submissions()) == 12 and set(fake.batch_submissions().values()) == {1}
@@ -317,7 +317,7 @@ def test_a_batch_created_by_a_driver_that_died_before_storing_its_id_is_adopted(
     monkeypatch.setattr(Store, "batch_created", stored)
     [made] = fake.batches()
     assert db.get_tournament(tid)["batches"][0]["id"] is None  # our "creating" row, without its id
-    runtime.shutdown()
+    jobs.shutdown()
 
     again = drive()
     assert (again.adopted, again.submitted) == ((made.id,), 0)
@@ -342,7 +342,7 @@ def test_a_create_call_that_never_reached_the_provider_is_given_back_after_the_g
     with pytest.raises(DriverDied):
         batches.drive()
     monkeypatch.setattr(AsyncBatches, "create", create)
-    runtime.shutdown()
+    jobs.shutdown()
     waited = drive()  # within the grace period the batch may still show up: nothing is sent
     assert (waited.submitted, fake.batches()) == (0, [])
     monkeypatch.setattr(batches, "CREATING_GRACE_S", 0.0)

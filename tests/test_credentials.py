@@ -22,7 +22,7 @@ from service.web.app import create_app
 from tests.api_fixtures import API_KEY, MakeClient, app_state_of
 from tests.fake_anthropic import FakeAnthropic
 from tests.worker_fixtures import start, submit, work
-from workers.worker import JoustWorker
+from workers.rq_worker import JoustWorker
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 KEYLESS = {"anthropic_api_key": None, "openai_api_key": None, "openai_base_url": None, "judge_endpoints": {}}

@@ -39,11 +39,11 @@ from tests.joust_up import start_joust, stop_joust
 from tests.postgres_fixture import PostgresServer, PostgresUnavailable
 from tests.required import skip_required
 from tests.worker_fixtures import set_env, start, submit_field, work
-from workers import runtime
+from workers import jobs
 from workers.leases import LEASES
 from workers.outage import OWN_ERRORS, DatabaseWatch
+from workers.rq_worker import JoustWorker
 from workers.unrecorded import PENDING
-from workers.worker import JoustWorker
 
 MODELS = ["m1", "m2", "m3", "m4", "m5", "m6"]
 JUDGE = "anthropic/claude-sonnet-4-5"  # priced: what was paid shows in the spend
@@ -95,7 +95,7 @@ def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, database_url: str, 
     })  # fmt: skip
     yield Settings.from_env()
     postgres.start_again()  # a test that failed half-way: let the engine drain against a live database
-    runtime.shutdown(drain_s=5)
+    jobs.shutdown(drain_s=5)
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def test_jobs_that_meet_a_down_database_stay_on_the_queue_and_are_judged_once_it
     rest stay on it. Before, each job's match failed at once and the reaper dropped it."""
     matches = submit_field(db, MODELS[:5], questions=2)
     tid = start(db, env, judge=JUDGE)
-    runtime.engine()  # a worker running when the database stops
+    jobs.engine()  # a worker running when the database stops
     postgres.stop()
     redis = hand_over(env, max_jobs=3)
     held = [int(m) for m in redis.zrange(LEASES, 0, -1)]
@@ -229,10 +229,10 @@ def test_a_worker_stopping_during_an_outage_has_what_it_paid_charged_once_the_da
     wait_for(lambda: fake.stats()["in_flight"] == 2 * matches, 30, "every call in flight")
     postgres.stop()
     wait_for(lambda: fake.replies == 2 * matches and not fake.stats()["in_flight"], 30, "the replies")
-    assert len(runtime.shutdown(drain_s=0.2)) == matches  # given back, unstored
+    assert len(jobs.shutdown(drain_s=0.2)) == matches  # given back, unstored
     assert redis.llen(PENDING) == matches
     postgres.start_again()
-    runtime.engine()  # a worker again: its reaper hands the matches out and charges what was kept
+    jobs.engine()  # a worker again: its reaper hands the matches out and charges what was kept
     work(env, db, tid, timeout_s=30)
     wait_for(lambda: not redis.llen(PENDING), 10, "the kept charges to be written")
     judged_once(db, tid, matches)

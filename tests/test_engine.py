@@ -24,7 +24,7 @@ from service.web.app import create_app
 from tests import worker_fixtures
 from tests.fake_anthropic import FakeAnthropic, prefer
 from tests.worker_fixtures import start, work, work_until
-from workers import runtime
+from workers import jobs
 from workers.leases import LEASES
 
 MODELS = ["m1", "m2", "m3", "m4", "m5"]
@@ -51,7 +51,7 @@ def test_one_process_keeps_as_many_calls_in_flight_as_the_judge_allows(
     assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
     assert fake.replies == 2 * matches
     assert fake.max_in_flight == 12  # JOUST_JUDGE_CONCURRENCY, in one worker process
-    assert runtime.engine().outcomes[MatchOutcome.JUDGED] == matches
+    assert jobs.engine().outcomes[MatchOutcome.JUDGED] == matches
 
 
 @pytest.mark.parametrize("env_vars", [{"JOUST_WORKER_MATCHES": "1"}])
@@ -127,7 +127,7 @@ def test_a_blocked_database_never_stalls_the_loop(db: Store, env: Settings, fake
     view = db.get_tournament(tid)
     assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
     assert fake.replies == 2 * matches  # nothing lapsed, nothing was paid twice
-    assert runtime.engine().outcomes[MatchOutcome.ABANDONED] == 0
+    assert jobs.engine().outcomes[MatchOutcome.ABANDONED] == 0
 
 
 @pytest.mark.parametrize("env_vars", [{"JOUST_STOP_AFTER_FAILURES": "4", "JOUST_JUDGE_CONCURRENCY": "2",

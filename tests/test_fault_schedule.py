@@ -41,7 +41,7 @@ from tests.joust_up import Joust, _cmdline, start_joust, stop_joust
 from tests.postgres_fixture import PostgresServer, PostgresUnavailable
 from tests.required import skip_required
 from tests.test_full_disk import fill, mount_tmpfs, unmount
-from workers import runtime
+from workers import jobs
 from workers.engine import JUDGE_MATCH, OVERDUE_S
 
 MODELS = [f"m{i}" for i in range(8)]
@@ -426,7 +426,7 @@ def test_a_delayed_job_no_scheduler_moves_is_put_on_the_queue_by_a_reaper(env: S
     overdue = queue.enqueue_at(now - timedelta(seconds=OVERDUE_S + 30), JUDGE_MATCH, 1)
     later = queue.enqueue_at(now + timedelta(seconds=600), JUDGE_MATCH, 2)
     assert queue.job_ids == []
-    runtime.engine()  # a worker: its reaper turns every half ttl
+    jobs.engine()  # a worker: its reaper turns every half ttl
     poll(lambda: queue.job_ids, 10, "the overdue job on the queue")
     assert queue.job_ids == [overdue.id]
     assert queue.scheduled_job_registry.get_job_ids() == [later.id]

@@ -12,7 +12,7 @@ from service.store import Store
 from tests import worker_fixtures
 from tests.fake_anthropic import Failure, FakeAnthropic, always, malformed
 from tests.worker_fixtures import MODELS, set_env, start, submit, work
-from workers import runtime
+from workers import jobs
 
 db = worker_fixtures.db  # tests.test_rounds imports `db` and `env` from here
 
@@ -130,7 +130,7 @@ def test_a_job_that_runs_twice_stores_one_judgement(db: Store, env: Settings, fa
     submit(db, questions=1)
     tid = start(db, env, models=["good", "mid"])
     (match_id,) = [m for m in range(1, 10) if _exists(db, m)]
-    engine = runtime.engine()
+    engine = jobs.engine()
     assert engine.judge_now(match_id) is MatchOutcome.JUDGED
     assert engine.judge_now(match_id) is MatchOutcome.SKIPPED  # a twin job from a re-hand-out
     work(env, db, tid)  # the queued job finds the match done
@@ -187,7 +187,7 @@ def test_a_job_for_a_match_still_in_flight_here_is_taken_up_when_its_task_ends(
     submit(db, questions=1)
     start(db, env, models=["good", "mid"])
     (match_id,) = [m for m in range(1, 10) if _exists(db, m)]
-    engine = runtime.engine()
+    engine = jobs.engine()
     assert engine.admit(match_id) == "admitted"
     assert engine.admit(match_id) == "deferred"  # its task is still asking the judge
     deadline = time.monotonic() + 20

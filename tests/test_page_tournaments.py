@@ -25,7 +25,7 @@ from service.web.api_views import TournamentSummary
 from service.web.pages.tournament_view import stop_reason
 from tests.api_fixtures import app_state_of, store_of
 from tests.worker_fixtures import set_env, work_until
-from workers import runtime
+from workers import jobs
 from workers.budget import BUDGET, UNPRICED
 
 KEY = "tpage-key"
@@ -243,7 +243,7 @@ def test_a_run_judged_by_a_real_worker(client: TestClient, api_settings: Setting
     try:
         work_until(Settings.from_env(), lambda: store.get_tournament(tid)["matches_pending"] == 0)
     finally:
-        runtime.shutdown(drain_s=5)
+        jobs.shutdown(drain_s=5)
     after = get(client, f"/tournaments/{tid}")
     assert live(after, "progress") != live(before, "progress")
     assert text_of(live(after, "progress")).startswith("Progress 6 / 6 matches judged.")

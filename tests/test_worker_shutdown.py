@@ -16,7 +16,7 @@ import pytest
 from redis import Redis
 
 from service.store.queue import job_queue
-from workers.worker import JoustWorker
+from workers.rq_worker import JoustWorker
 
 HANG_GUARD_S = 10.0
 

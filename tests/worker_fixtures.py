@@ -24,9 +24,9 @@ from service.store import NewSubmission, Store
 from service.store.queue import JobQueue, job_queue
 from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
-from workers import runtime
+from workers import jobs
+from workers.rq_worker import JoustWorker
 from workers.stalls import awaiting
-from workers.worker import JoustWorker
 
 __all__ = ["db", "env", "env_vars", "fake", "worker_database_url"]  # fixtures; the helpers are imported by name
 
@@ -79,7 +79,7 @@ def env(tmp_path: Path, redis_url: str, fake: FakeAnthropic, env_vars: dict[str,
         **env_vars,
     })  # fmt: skip
     yield Settings.from_env()
-    runtime.shutdown(drain_s=5)  # this process's worker engine, if a test started one
+    jobs.shutdown(drain_s=5)  # this process's worker engine, if a test started one
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def start(store: Store, settings: Settings, judge: str = "anthropic/fake-judge",
 
 def _engine_busy() -> bool:
     """Whether this process's worker engine, if it has one, holds matches in flight."""
-    found = runtime._engine
+    found = jobs._engine
     return found is not None and found.in_flight() > 0
 
 
@@ -129,7 +129,7 @@ def engine_state() -> str:
     """What this process's engine holds, for a failure's message: the matches in flight with
     where each task is, and the jobs deferred until one ends. Read on the engine's loop, so a
     loop that does not answer within 5 s is itself the finding."""
-    found = runtime._engine
+    found = jobs._engine
     if found is None:
         return "no engine in this process"
 

@@ -26,7 +26,7 @@ from leaderboard.pricing import cost_usd
 from service.store import NotFound
 from service.store.queue import job_queue
 
-from . import runtime
+from . import jobs
 from .budget import Meter
 from .engine import Engine
 from .errors import (
@@ -119,7 +119,7 @@ def gated(rt: Engine, spec: str) -> object:
 
 def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
     """The job: analyse one tied judgement and keep the answer on it; returns what happened."""
-    rt = runtime.engine()
+    rt = jobs.engine()
     try:
         judgement, a, b = rt.store.judgement_pair(judgement_id)
     except NotFound:
@@ -151,7 +151,7 @@ def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
 
 def _retry_later(judgement_id: int, attempt: int, exc: TransientJudgeError, stamp: dict) -> str:
     """Ask again after a provider error, or record the error when out of attempts."""
-    rt = runtime.engine()
+    rt = jobs.engine()
     error = f"{type(exc).__name__}: {exc}"
     if attempt > rt.settings.job_retries or rt.redis is None:
         rt.store.set_analysis(judgement_id, {**stamp, "error": f"gave up after {attempt} attempts: {error}",

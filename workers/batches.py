@@ -55,7 +55,7 @@ from service.store import (
     Settled,
 )
 
-from . import runtime
+from . import jobs
 from .batch_judge import replay
 from .match import Deps, fail
 
@@ -88,7 +88,7 @@ class Cycle:
 
 def drive() -> Cycle:
     """One cycle of the batch driver on this worker process's engine."""
-    engine = runtime.engine()
+    engine = jobs.engine()
     return engine.run(drive_once(engine.deps))
 
 

@@ -3,7 +3,7 @@ RQ and the engine's queue calls, and the engine's two asyncio pools (the calls i
 leases and claims).
 
 Kept apart from `workers.engine`, which runs the matches: how a connection is opened, pooled and
-retried is the same for every user of it (`workers.process` opens RQ's with `connect`) and
+retried is the same for every user of it (`workers.worker_process` opens RQ's with `connect`) and
 changes with redis-py, not with the engine.
 """
 from __future__ import annotations

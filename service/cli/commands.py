@@ -72,7 +72,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     # The CLI is the composition root, the one layer that may start workers; imported here so
     # that the other roles never load the workers' code (nor a provider's SDK).
-    from workers.process import run_worker
+    from workers.worker_process import run_worker
 
     settings = _settings(args)
     _need_redis(settings)

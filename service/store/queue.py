@@ -2,7 +2,7 @@
 job functions by dotted name, and the service's side of it (match ids go onto RQ, nothing more).
 
 The service never imports `workers`: RQ imports `workers.jobs.judge_match` inside the worker,
-which performs only `JOB_FUNCTIONS` (`workers.worker`).
+which performs only `JOB_FUNCTIONS` (`workers.rq_worker`).
 Jobs carry only ids; the database holds everything else. Batch runs have no job per match:
 their driver (`workers.batches.drive_job`) is enqueued at most once per poll interval.
 """
@@ -19,7 +19,7 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
 # Jobs travel as JSON: loading a pickle runs code, and the queue must not be a way to run code in
-# a worker. The workers read the queue with the same serializer (workers.worker) and perform only
+# a worker. The workers read the queue with the same serializer (workers.rq_worker) and perform only
 # these functions.
 SERIALIZER = JSONSerializer
 JUDGE_MATCH = "workers.jobs.judge_match"

@@ -1,4 +1,4 @@
-"""`joust worker`: one RQ worker (`workers.worker.JoustWorker`, a `SimpleWorker` that runs only
+"""`joust worker`: one RQ worker (`workers.rq_worker.JoustWorker`, a `SimpleWorker` that runs only
 joust's job functions) feeding the process's engine (`workers.engine`).
 
 `SimpleWorker` runs jobs in this process, where the engine keeps many matches in flight and the
@@ -31,11 +31,11 @@ from service.config import Settings
 from service.store import redis_full_reason
 from service.store.queue import job_queue
 
-from . import logcontext, runtime
+from . import jobs, logcontext
 from .connections import connect
 from .redis_full import refusal, wait_until_writable
+from .rq_worker import JoustWorker
 from .stopping import STOPPING
-from .worker import JoustWorker
 
 
 def run_worker(settings: Settings, *, name: str | None = None, log_level: str = "info") -> int:
@@ -60,7 +60,7 @@ def run_worker(settings: Settings, *, name: str | None = None, log_level: str = 
             if not work_until_stopped_or_full(worker, redis, log_level):
                 break
     finally:
-        runtime.shutdown()
+        jobs.shutdown()
         redis.close()
     return 0
 
