@@ -288,7 +288,7 @@ def note_change(conn: Connection) -> None:
     conn.execute(update(c).where(c.c.name == s.CHANGES).values(value=moved))
 
 
-def stop_run(conn: Connection, tournament_id: int, now: float, status: str, reason: str) -> bool:
+def stop_run(conn: Connection, tournament_id: int, now: float, status: TournamentStatus, reason: str) -> bool:
     """End a queued or running run early with `status` and `stopped_reason`, cancelling its
     active matches (their `last_error` says why); judgements made stay. False if it had ended."""
     t, m = s.tournaments, s.matches

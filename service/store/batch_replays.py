@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from leaderboard.types import RequestStatus
+from leaderboard.types import MatchStatus, RequestStatus, TournamentStatus
 
 from . import schema as s
 from .base import ACTIVE, Database
@@ -90,10 +90,10 @@ class BatchReplays(Database):
                 if conn.execute(select(w.c.match_id).where(w.c.match_id == match_id,
                                                            w.c.custom_id == need.custom_id)).first() is None:
                     conn.execute(w.insert().values(match_id=match_id, custom_id=need.custom_id))
-            conn.execute(update(m).where(m.c.id == match_id, m.c.status == "pending")
-                         .values(status="queued", job_id=None, enqueued_at=now))
-            conn.execute(update(t).where(t.c.id == row.tournament_id, t.c.status == "queued")
-                         .values(status="running", started_at=now))
+            conn.execute(update(m).where(m.c.id == match_id, m.c.status == MatchStatus.PENDING)
+                         .values(status=MatchStatus.QUEUED, job_id=None, enqueued_at=now))
+            conn.execute(update(t).where(t.c.id == row.tournament_id, t.c.status == TournamentStatus.QUEUED)
+                         .values(status=TournamentStatus.RUNNING, started_at=now))
         return frozenset(created)
 
 

@@ -21,12 +21,13 @@ from typing import Any
 from sqlalchemy import delete, distinct, func, select, update
 from sqlalchemy.engine import Connection
 
-from leaderboard.types import BatchStatus, RequestStatus
+from leaderboard.types import BatchStatus, Delivery, RequestStatus, TournamentStatus
 
 from . import schema as s
 from .base import ACTIVE, Database
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
+RUN_ACTIVE = (TournamentStatus.QUEUED, TournamentStatus.RUNNING)
 IN_FLIGHT = (RequestStatus.PENDING.value, RequestStatus.SUBMITTED.value)
 GIVEN_UP = (RequestStatus.ERRORED.value, RequestStatus.EXPIRED.value, RequestStatus.CANCELED.value)
 OPEN = (BatchStatus.IN_PROGRESS.value, BatchStatus.CANCELING.value)
@@ -122,7 +123,7 @@ class Batches(Database):
         with self._read() as conn:
             return list(conn.execute(
                 select(m.c.id).join(t, t.c.id == m.c.tournament_id)
-                .where(t.c.delivery == "batch", t.c.status.in_(("queued", "running")), m.c.status.in_(ACTIVE),
+                .where(t.c.delivery == Delivery.BATCH.value, t.c.status.in_(RUN_ACTIVE), m.c.status.in_(ACTIVE),
                        ~blocked)
                 .order_by(m.c.id)
             ).scalars())
@@ -133,7 +134,7 @@ class Batches(Database):
         t, b, r = s.tournaments, s.batches, s.batch_requests
         with self._read() as conn:
             return any(conn.execute(query.limit(1)).first() is not None for query in (
-                select(t.c.id).where(t.c.delivery == "batch", t.c.status.in_(("queued", "running"))),
+                select(t.c.id).where(t.c.delivery == Delivery.BATCH.value, t.c.status.in_(RUN_ACTIVE)),
                 select(b.c.id).where(b.c.status.in_((BatchStatus.CREATING.value, *OPEN))),
                 select(r.c.id).where(r.c.status == RequestStatus.PENDING.value),
             ))

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from leaderboard.spec import RunSpec
-from leaderboard.types import Mode, OrderPolicy, Winner
+from leaderboard.types import MatchStatus, Mode, OrderPolicy, TournamentStatus, Winner
 
 from . import schema as s
 
@@ -124,7 +124,7 @@ class JudgementWriter:
                 tournaments.append(self._tournament(f"{title} [layer {layer + 1}]", base_spec.with_(layer=layer + 1),
                                                     tournaments[0]))
             matches.extend(
-                {"tournament_id": tournaments[layer], "a_id": row.a_id, "b_id": row.b_id, "status": "done",
+                {"tournament_id": tournaments[layer], "a_id": row.a_id, "b_id": row.b_id, "status": MatchStatus.DONE,
                  "attempts": 0, "judgement_id": judgement_ids[row.key], "outcome": row.outcome.value,
                  "consistent": row.consistent, "enqueued_at": self.now, "started_at": self.now,
                  "finished_at": self.now, "seq": first_seq + place,
@@ -183,7 +183,7 @@ class JudgementWriter:
 
     def _tournament(self, name: str, spec: RunSpec, parent_id: int | None) -> int:
         inserted = self.conn.execute(s.tournaments.insert().values(
-            name=name[:255], spec=spec.to_json(), mode=spec.mode.value, status="done", created_at=self.now,
+            name=name[:255], spec=spec.to_json(), mode=spec.mode.value, status=TournamentStatus.DONE, created_at=self.now,
             started_at=self.now, finished_at=self.now, parent_id=parent_id,
         )).inserted_primary_key
         assert inserted is not None

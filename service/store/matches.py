@@ -182,7 +182,7 @@ class Matches(Database):
                 conn.execute(update(t).where(t.c.id == tid).values(failure_streak=t.c.failure_streak + 1))
                 streak = conn.execute(select(t.c.failure_streak).where(t.c.id == tid)).scalar_one()
                 if stop_after and streak >= stop_after:
-                    stopped = stop_run(conn, tid, now, "failed", STOPPED_FAILING)
+                    stopped = stop_run(conn, tid, now, TournamentStatus.FAILED, STOPPED_FAILING)
             self._settle_tournament(conn, match_id, now)
         return stopped
 
@@ -223,7 +223,8 @@ class Matches(Database):
         )
         if any(counts.get(st, 0) for st in ACTIVE):
             return
-        status = "failed" if counts.get("failed", 0) and not counts.get("done", 0) else "done"
+        failed = counts.get(MatchStatus.FAILED, 0) and not counts.get(MatchStatus.DONE, 0)
+        status = TournamentStatus.FAILED if failed else TournamentStatus.DONE
         conn.execute(
             update(t)
             .where(t.c.id == tid, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))

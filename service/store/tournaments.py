@@ -159,7 +159,7 @@ class Tournaments(Database):
         status becomes "cancelled" with `stopped_reason`; judgements made stay, and a schedule
         keeps its next run. False when it had already finished."""
         with self._write() as conn:
-            return stop_run(conn, tournament_id, self._clock(), "cancelled", reason)
+            return stop_run(conn, tournament_id, self._clock(), TournamentStatus.CANCELLED, reason)
 
     def retry_failed(self, tournament_id: int) -> list[int]:
         """Hand a finished run's failed matches (and those its own "failing" stop cancelled) out
