@@ -240,7 +240,7 @@ def run_fleet(options: FleetOptions, out: Any = sys.stdout) -> FleetResult:
                 clients.start()
 
                 def pending() -> int:
-                    return int(store.get_tournament(tid)["matches_pending"])
+                    return store.get_tournament(tid).matches_pending
 
                 def note(part: str, action: str) -> None:
                     history.record(time.monotonic(), part, action, int(fake.stats()["in_flight"]))

@@ -54,6 +54,7 @@ from service.ops.metrics import parse_call_stats  # noqa: E402
 from service.ops.redis_server import RedisServer  # noqa: E402
 from service.store import Store  # noqa: E402
 from service.store.queue import JobQueue  # noqa: E402
+from service.store.tournament_rows import Tournament  # noqa: E402
 from service.usecases.tournaments import launch  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic, prefer  # noqa: E402
 
@@ -71,17 +72,17 @@ class Run:
     requests_at_end: int
     requests_quiet: int  # once the workers went quiet after the run's end
     statuses: Counter[int]
-    view: dict
+    view: Tournament
     stats: dict[str, float]  # the workers' call counts of the run's judge (as /metrics reads them)
 
     def line(self) -> str:
         v = self.view
         errors = sum(n for status, n in self.statuses.items() if status != 200)
         return (f"{self.name:<16} seconds {self.seconds:7.1f}  requests {self.requests_at_end:5d} "
-                f"(errors {errors}; {self.requests_quiet} once quiet)  matches done {v['matches_done']} "
-                f"failed {v['matches_failed']} cancelled {v.get('matches_cancelled', 0)} of "
-                f"{v['matches_total']}  status {v['status']}"
-                + (f" ({v['stopped_reason']})" if v.get("stopped_reason") else "")
+                f"(errors {errors}; {self.requests_quiet} once quiet)  matches done {v.matches_done} "
+                f"failed {v.matches_failed} cancelled {v.matches_cancelled} of "
+                f"{v.matches_total}  status {v.status}"
+                + (f" ({v.stopped_reason})" if v.stopped_reason else "")
                 + f"  pauses {self.stats.get('pauses', 0):.0f} circuit_opens {self.stats.get('circuit_opens', 0):.0f}"
                 + ("" if self.finished else "  NOT FINISHED"))
 
@@ -113,11 +114,11 @@ class Bench:
         assert launched.queued, "Redis did not take the matches"
         return launched.id
 
-    def wait(self, workers: Workers, tid: int, seconds: float) -> tuple[dict, bool]:
+    def wait(self, workers: Workers, tid: int, seconds: float) -> tuple[Tournament, bool]:
         deadline = time.monotonic() + seconds
         while True:
             view = self.store.get_tournament(tid)
-            if view["matches_pending"] == 0 or view["status"] in FINISHED:
+            if view.matches_pending == 0 or view.status in FINISHED:
                 return view, True
             if time.monotonic() >= deadline:
                 return view, False
@@ -150,7 +151,7 @@ class Bench:
                                models=self.models[:WARMUP_MODELS],
                                questions=[question_id(q) for q in range(WARMUP_QUESTIONS)])
             view, done = self.wait(workers, warm, 120.0)
-            if not done or view["matches_done"] != view["matches_total"]:
+            if not done or view.matches_done != view.matches_total:
                 raise SystemExit(f"{name}: the warm-up did not finish: {view}{workers.tails()}")
             time.sleep(0.5)
             self.fake.reset()

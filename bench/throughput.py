@@ -77,6 +77,7 @@ from service.ops.processes import stop_groups
 from service.ops.redis_server import RedisServer, die_with_parent
 from service.store import NewSubmission, Store
 from service.store.queue import JobQueue
+from service.store.tournament_rows import Tournament
 from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, ReceivedTimes, prefer
 from tests.fake_wire import Received
@@ -302,19 +303,19 @@ class Bench:
         assert launched.queued, "Redis did not take the matches"
         return launched.id
 
-    def wait(self, workers: Workers, tid: int, seconds: float, label: str) -> tuple[dict, bool]:
+    def wait(self, workers: Workers, tid: int, seconds: float, label: str) -> tuple[Tournament, bool]:
         """Poll the tournament until its matches are all finished or `seconds` pass."""
         began = time.monotonic()
         deadline, report = began + seconds, began + 10.0
         while True:
             view = self.store.get_tournament(tid)
-            if view["matches_pending"] == 0 or view["status"] in FINISHED:
+            if view.matches_pending == 0 or view.status in FINISHED:
                 return view, True
             now = time.monotonic()
             if now >= deadline:
                 return view, False
             if now >= report:
-                print(f"  {label}: {view['matches_done']}/{view['matches_total']} matches done after "
+                print(f"  {label}: {view.matches_done}/{view.matches_total} matches done after "
                       f"{now - began:.0f} s", flush=True)
                 report += 10.0
             workers.check_alive()
@@ -332,7 +333,7 @@ class Bench:
                                models=self.models[:WARMUP_MODELS],
                                questions=[question_id(q) for q in range(WARMUP_QUESTIONS)])
             view, done = self.wait(workers, warm, 120.0, f"{name} warm-up")
-            if not done or view["matches_done"] != view["matches_total"]:
+            if not done or view.matches_done != view.matches_total:
                 raise SystemExit(f"{name}: the warm-up did not finish: {view}{workers.tails()}")
             idle = [w.name for w in Worker.all(queue=Queue(queue, connection=redis)) if not w.successful_job_count]
             if idle:
@@ -342,7 +343,7 @@ class Bench:
             cpu0, redis0, self0, machine0 = workers.cpu_s(), cpu_s(self.redis_server.pid), _self_cpu(), machine_ticks()
             began = time.monotonic()
             tid = self.launch(redis, queue, name, judge)
-            print(f"{name}: launched {self.store.get_tournament(tid)['matches_total']} matches", flush=True)
+            print(f"{name}: launched {self.store.get_tournament(tid).matches_total} matches", flush=True)
             view, finished = self.wait(workers, tid, seconds, name)
             stop_at = time.monotonic()
             cpu1, redis1, self1, machine1 = workers.cpu_s(), cpu_s(self.redis_server.pid), _self_cpu(), machine_ticks()
@@ -354,8 +355,8 @@ class Bench:
             records = [r for r in self.fake.received if r.batch_id is None and r.at <= stop_at]
             busy, total = machine1[0] - machine0[0], machine1[1] - machine0[1]
             return Result(
-                name=name, window=ReceivedTimes.of(records), matches_total=view["matches_total"],
-                matches_done=view["matches_done"], matches_failed=view["matches_failed"],
+                name=name, window=ReceivedTimes.of(records), matches_total=view.matches_total,
+                matches_done=view.matches_done, matches_failed=view.matches_failed,
                 wall_s=stop_at - began, finished=finished, cpu_s=cpu1 - cpu0, peak_rss_mb=peak,
                 redis_cpu_s=redis1 - redis0, self_cpu_s=self1 - self0,
                 machine_busy=busy / total if total else 0.0, max_in_flight=max_in_flight, records=records,

@@ -144,10 +144,10 @@ def test_typed_answers_carry_every_field_the_store_gives(client: TestClient, que
     assert work(client, queue, by_strength("a", "b")) == 2
     store = store_of(client)
     tournament = client.get(f"/api/tournaments/{tid}").json()
-    assert tournament == as_json(store.get_tournament(tid))
+    assert tournament == as_json(store.get_tournament(tid).as_json())
     assert set(tournament) == set(TournamentOut.model_fields)
     [listed] = client.get("/api/tournaments").json()["tournaments"]
-    assert listed == as_json(store.list_tournaments()[0])
+    assert listed == as_json(store.list_tournaments()[0].as_json())
     judged = client.get(f"/api/tournaments/{tid}/judgements").json()["judgements"]
     assert judged == as_json(store.tournament_judgements(tid))
     assert [set(call) for call in judged[0]["calls"]] == [{"first", "winner", "reason"}]  # as stored, no nulls added
@@ -160,4 +160,4 @@ def test_typed_answers_carry_every_field_the_store_gives(client: TestClient, que
     submission = client.get(f"/api/submissions/{judged[0]['a']}").json()
     assert submission == as_json(store.get_submission(judged[0]["a"]).as_json())
     cancelled = client.post(f"/api/tournaments/{tid}/cancel", headers=AUTH).json()
-    assert cancelled == {**as_json(store.get_tournament(tid)), "stopped": {"schedule": False, "runs": [], "matches": 0}}
+    assert cancelled == {**as_json(store.get_tournament(tid).as_json()), "stopped": {"schedule": False, "runs": [], "matches": 0}}

@@ -48,7 +48,7 @@ def test_submit_judge_and_rank_on_postgres(client: TestClient, env: Settings, db
     assert started.status_code == 202, started.text
     tid = started.json()["id"]
     view = work(env, db, tid)
-    assert (view["status"], view["matches_total"], view["matches_done"]) == ("done", 6, 6)
+    assert (view.status, view.matches_total, view.matches_done) == ("done", 6, 6)
     assert client.get(f"/api/tournaments/{tid}").json()["matches_done"] == 6
 
     judged = client.get(f"/api/tournaments/{tid}/judgements").json()["judgements"]
@@ -70,5 +70,5 @@ def test_submit_judge_and_rank_on_postgres(client: TestClient, env: Settings, db
 
     rerun = client.post("/api/tournaments", json={"name": "again", "judge": "anthropic/fake-judge"}, headers=AUTH)
     view = work(env, db, rerun.json()["id"])
-    assert view["matches_done"] == 6 and client.get("/api/leaderboard").json()["revision"] == 12
+    assert view.matches_done == 6 and client.get("/api/leaderboard").json()["revision"] == 12
     assert len(db.side_rows()) == 6  # every judgement was reused and counts once

@@ -23,6 +23,7 @@ from service.config import Settings
 from service.ops.scheduler import Scheduler
 from service.store import Store
 from service.store.queue import SERIALIZER, JobQueue
+from service.store.tournament_rows import BatchCounts, RequestTally, Tournament
 from tests.api_fixtures import API_KEY
 from tests.fake_anthropic import FakeAnthropic, ResultType, prefer
 from tests.worker_fixtures import MODELS, set_env, start, submit, work, work_until
@@ -52,11 +53,11 @@ def drive() -> batches.Cycle:
     return cycle
 
 
-def drive_to_end(store: Store, fake: FakeAnthropic, tid: int, cycles: int = 12) -> dict:
+def drive_to_end(store: Store, fake: FakeAnthropic, tid: int, cycles: int = 12) -> Tournament:
     """Drive, ending every batch after each cycle, until the run has no active match."""
     for _ in range(cycles):
         drive()
-        if store.get_tournament(tid)["matches_pending"] == 0:
+        if store.get_tournament(tid).matches_pending == 0:
             return store.get_tournament(tid)
         fake.end_batches()
     raise AssertionError(f"tournament {tid} did not finish: {store.get_tournament(tid)}")
@@ -92,11 +93,11 @@ def test_a_batch_round_robin_judges_as_live_does_at_half_the_price(
 
     def finished() -> bool:
         scheduler.tick(time.time())
-        return db.get_tournament(tid)["matches_pending"] == 0
+        return db.get_tournament(tid).matches_pending == 0
 
     work_until(env, finished, failure=lambda: f"the batch run did not finish: {db.get_tournament(tid)}")
     view = db.get_tournament(tid)
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 6, 0)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", 6, 0)
     assert fake.requests == 0  # no live call
     first = fake.batches()[0]
     assert len(first.custom_ids) == 12  # both orders of all six pairs in the first batch
@@ -111,7 +112,7 @@ def test_a_batch_round_robin_judges_as_live_does_at_half_the_price(
     try:
         submit(live_db)
         live_tid = start(live_db, live_env, judge=PRICED)
-        assert work(live_env, live_db, live_tid)["matches_done"] == 6
+        assert work(live_env, live_db, live_tid).matches_done == 6
         live = judgements_by_key(live_db, live_tid)
     finally:
         live_db.close()
@@ -124,7 +125,7 @@ def test_a_batch_round_robin_judges_as_live_does_at_half_the_price(
     live_replies = [r for r in fake.received if r.batch_id is None and r.status == 200]
     assert sum(j["cost"] for j in live.values()) == pytest.approx(
         sum(r.input_tokens * price.input_per_mtok + r.output_tokens * price.output_per_mtok for r in live_replies) / 1e6)
-    assert view["spent_usd"] == pytest.approx(sum(j["cost"] for j in live.values()) / 2)
+    assert view.spent_usd == pytest.approx(sum(j["cost"] for j in live.values()) / 2)
     assert {j["outcome"] for j in in_batches.values()} <= {Winner.A.value, Winner.B.value}
 
 
@@ -132,7 +133,7 @@ def test_single_order_replays_ask_the_one_order_live_would(db: Store, env: Setti
     submit(db)
     tid = start(db, env, delivery="batch", order="single")
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 6)
+    assert (view.status, view.matches_done) == ("done", 6)
     assert len(fake.batches()) == 1 and len(fake.batch_submissions()) == 6  # every replay asked the same
     for j in db.tournament_judgements(tid):
         key = key_of(db.match_context(j["match_id"])).key
@@ -146,10 +147,10 @@ def test_a_restart_in_the_middle_submits_nothing_twice(db: Store, env: Settings,
     first = drive()
     assert (first.submitted, len(first.created)) == (12, 1)
     view = db.get_tournament(tid)
-    assert view["status"] == "running" and view["requests"] == {"pending": 0, "submitted": 12, "done": 0, "failed": 0}
-    [batch] = view["batches"]
-    assert (batch["id"], batch["status"], batch["requests"]) == (first.created[0], "in_progress", 12)
-    assert batch["request_counts"]["processing"] == 12 and batch["ended_at"] is None
+    assert view.status == "running" and view.requests == RequestTally(pending=0, submitted=12, done=0, failed=0)
+    [batch] = view.batches
+    assert (batch.id, batch.status, batch.requests) == (first.created[0], "in_progress", 12)
+    assert batch.request_counts.processing == 12 and batch.ended_at is None
 
     jobs.shutdown()  # every process restarts: a new engine, store and driver
     again = drive()
@@ -157,11 +158,11 @@ def test_a_restart_in_the_middle_submits_nothing_twice(db: Store, env: Settings,
     fake.end_batches()
     jobs.shutdown()
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 6)
+    assert (view.status, view.matches_done) == ("done", 6)
     assert len(fake.batch_submissions()) == 12 and set(fake.batch_submissions().values()) == {1}
-    [batch] = view["batches"]
-    assert (batch["status"], batch["request_counts"]["succeeded"]) == ("ended", 12) and batch["ended_at"]
-    assert view["requests"] == {"pending": 0, "submitted": 0, "done": 12, "failed": 0}
+    [batch] = view.batches
+    assert (batch.status, batch.request_counts.succeeded) == ("ended", 12) and batch.ended_at
+    assert view.requests == RequestTally(pending=0, submitted=0, done=12, failed=0)
 
 
 def test_one_driver_at_a_time(db: Store, env: Settings, fake: FakeAnthropic) -> None:
@@ -182,9 +183,9 @@ def test_twins_in_two_runs_share_their_requests(db: Store, env: Settings, fake: 
     submit(db, questions=1)
     one, two = start(db, env, delivery="batch"), start(db, env, delivery="batch")
     drive_to_end(db, fake, one)
-    assert db.get_tournament(two)["matches_pending"] == 0
+    assert db.get_tournament(two).matches_pending == 0
     assert len(fake.batch_submissions()) == 6 and set(fake.batch_submissions().values()) == {1}
-    assert [db.get_tournament(t)["matches_done"] for t in (one, two)] == [3, 3]
+    assert [db.get_tournament(t).matches_done for t in (one, two)] == [3, 3]
     assert len(db.side_rows()) == 3  # each judgement counted once
 
 
@@ -198,12 +199,12 @@ def test_transient_errors_and_expired_requests_go_again_in_a_later_batch(
     fake.end_batches()
     second = drive()
     assert sorted(fake.batches()[1].custom_ids) == sorted(ids[:3]) and second.submitted == 3
-    assert db.get_tournament(tid)["requests"]["submitted"] == 3
+    assert db.get_tournament(tid).requests.submitted == 3
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 3, 0)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", 3, 0)
     assert fake.batch_submissions() == {cid: 2 if cid in ids[:3] else 1 for cid in ids}
-    assert [b["request_counts"] for b in view["batches"]][0] == {
-        "processing": 0, "succeeded": 3, "errored": 2, "canceled": 0, "expired": 1}
+    assert [b.request_counts for b in view.batches][0] == BatchCounts(
+        processing=0, succeeded=3, errored=2, canceled=0, expired=1)
 
 
 def test_a_request_that_keeps_failing_is_given_up_and_fails_its_match(
@@ -215,14 +216,14 @@ def test_a_request_that_keeps_failing_is_given_up_and_fails_its_match(
     fake.configure({"batch_errors": {doomed: ["errored", "overloaded", "expired"]}})
     view = drive_to_end(db, fake, tid)
     assert fake.batch_submissions()[doomed] == 3  # JOUST_JOB_RETRIES=2: two re-submissions
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 2, 1)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", 2, 1)
     [error] = failed_errors(db, tid)
     assert error.startswith("gave up after 3 attempts: expired")
-    assert view["requests"]["failed"] == 1 and len(db.tournament_judgements(tid)) == 2
+    assert view.requests.failed == 1 and len(db.tournament_judgements(tid)) == 2
     # a retry asks for it again (the provider has recovered), and reuses the other order's reply
     assert len(db.retry_failed(tid)) == 1
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 3, 0)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", 3, 0)
     assert fake.batch_submissions()[doomed] == 4
     assert sum(fake.batch_submissions().values()) == 6 + 3
 
@@ -235,7 +236,7 @@ def test_an_invalid_request_fails_its_match_with_the_reason_and_is_never_a_tie(
     invalid = fake.batches()[0].custom_ids[0]
     fake.configure({"batch_errors": {invalid: "invalid"}})
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 2, 1)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", 2, 1)
     [error] = failed_errors(db, tid)
     assert error.startswith("PermanentJudgeError") and "invalid_request_error" in error
     assert fake.batch_submissions()[invalid] == 1  # never sent again: it would be refused again
@@ -247,7 +248,7 @@ def test_a_reminder_goes_in_a_later_batch_than_its_first_ask(db: Store, env: Set
     tid = start(db, env, delivery="batch", models=["good", "mid"])
     fake.queue_replies("Both have merits; I cannot decide.")  # the first reply holds no verdict
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 1)
+    assert (view.status, view.matches_done) == ("done", 1)
     first, second = fake.batches()
     assert len(first.custom_ids) == 2 and len(second.custom_ids) == 1
     assert second.custom_ids[0] not in first.custom_ids
@@ -263,13 +264,13 @@ def test_a_reply_unreadable_after_the_reminder_fails_the_match(db: Store, env: S
     submit(db, questions=1)
     tid = start(db, env, judge=PRICED, delivery="batch", models=["good", "mid"])
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_failed"], view["matches_done"]) == ("failed", 1, 0)
+    assert (view.status, view.matches_failed, view.matches_done) == ("failed", 1, 0)
     assert [len(b.custom_ids) for b in fake.batches()] == [2, 2]  # both asks, then both reminders
     [error] = failed_errors(db, tid)
     assert error.startswith("VerdictParseError") and "even after the reminder" in error
     assert db.tournament_judgements(tid) == [] and db.side_rows() == []
     # the four replies were paid, at the batch price, and the failed match is charged for them
-    assert len(fake.received) == 4 and view["spent_usd"] == pytest.approx(paid(fake) / 2)
+    assert len(fake.received) == 4 and view.spent_usd == pytest.approx(paid(fake) / 2)
 
 
 def test_a_budget_stops_a_batch_run_before_it_submits_what_it_cannot_pay_for(
@@ -281,9 +282,9 @@ def test_a_budget_stops_a_batch_run_before_it_submits_what_it_cannot_pay_for(
     tid = start(db, env, judge=PRICED, delivery="batch", models=["good", "mid"], budget=budget)
     drive()
     view = db.get_tournament(tid)
-    assert (view["status"], view["stopped_reason"], view["matches_cancelled"]) == ("cancelled", "budget", 2)
+    assert (view.status, view.stopped_reason, view.matches_cancelled) == ("cancelled", "budget", 2)
     assert fake.batches() == [] and fake.batch_submissions() == {}  # the run's matches were stopped first
-    assert view["spent_usd"] == 0.0
+    assert view.spent_usd == 0.0
     spent = float(Redis.from_url(env.redis_url).get(f"joust:spend:{tid}") or 0.0)
     assert spent == pytest.approx(0.0, abs=1e-12)  # every reservation released
 
@@ -293,9 +294,9 @@ def test_a_budget_that_fits_is_kept_and_settled_with_the_real_cost(
     submit(db, questions=1)
     tid = start(db, env, judge=PRICED, delivery="batch", budget=1.0)
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 3)
+    assert (view.status, view.matches_done) == ("done", 3)
     spent = float(Redis.from_url(env.redis_url).get(f"joust:spend:{tid}") or 0.0)
-    assert 0 < view["spent_usd"] == pytest.approx(spent)  # the reservations became the real cost
+    assert 0 < view.spent_usd == pytest.approx(spent)  # the reservations became the real cost
 
 
 class DriverDied(Exception):
@@ -316,15 +317,15 @@ def test_a_batch_created_by_a_driver_that_died_before_storing_its_id_is_adopted(
         batches.drive()
     monkeypatch.setattr(Store, "batch_created", stored)
     [made] = fake.batches()
-    assert db.get_tournament(tid)["batches"][0]["id"] is None  # our "creating" row, without its id
+    assert db.get_tournament(tid).batches[0].id is None  # our "creating" row, without its id
     jobs.shutdown()
 
     again = drive()
     assert (again.adopted, again.submitted) == ((made.id,), 0)
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 3)
+    assert (view.status, view.matches_done) == ("done", 3)
     assert len(fake.batches()) == 1 and set(fake.batch_submissions().values()) == {1}
-    assert [b["id"] for b in view["batches"]] == [made.id]
+    assert [b.id for b in view.batches] == [made.id]
 
 
 def test_a_create_call_that_never_reached_the_provider_is_given_back_after_the_grace_period(
@@ -349,9 +350,9 @@ def test_a_create_call_that_never_reached_the_provider_is_given_back_after_the_g
     resent = drive()
     assert resent.submitted == 6 and resent.adopted == ()
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 3)
+    assert (view.status, view.matches_done) == ("done", 3)
     assert set(fake.batch_submissions().values()) == {1}
-    assert [b["status"] for b in view["batches"]] == ["abandoned", "ended"]
+    assert [b.status for b in view.batches] == ["abandoned", "ended"]
 
 
 def test_cancelling_a_batch_run_cancels_its_batch(db: Store, env: Settings, fake: FakeAnthropic) -> None:
@@ -365,7 +366,7 @@ def test_cancelling_a_batch_run_cancels_its_batch(db: Store, env: Settings, fake
     fake.end_batches()
     drive()
     assert set(fake.batches()[0].results.values()) == {ResultType.CANCELED}
-    assert db.get_tournament(tid)["requests"]["submitted"] == 0
+    assert db.get_tournament(tid).requests.submitted == 0
     assert not db.batch_work_left()
 
 
@@ -376,13 +377,13 @@ def test_compqa_scores_each_submission_once_through_batches(db: Store, env: Sett
     submit(db, questions=1)
     tid = start(db, env, judge=PRICED, delivery="batch", criteria="compqa")
     view = drive_to_end(db, fake, tid)
-    assert (view["status"], view["matches_done"]) == ("done", 3)
+    assert (view.status, view.matches_done) == ("done", 3)
     assert [len(b.custom_ids) for b in fake.batches()] == [3]  # one score per submission, shared
     models = {s.id: s.model for s in db.list_submissions()}
     for j in db.tournament_judgements(tid):
         better = min((j["a"], j["b"]), key=lambda i: MODELS.index(models[i]))
         assert j["outcome"] == ("A" if better == j["a"] else "B")
-    assert view["spent_usd"] == pytest.approx(paid(fake) / 2)  # each score counted once, at the batch price
+    assert view.spent_usd == pytest.approx(paid(fake) / 2)  # each score counted once, at the batch price
 
 
 # ---- the service's side: defaults, no jobs per match, the driver's schedule ------------------
@@ -412,7 +413,7 @@ def test_the_scheduler_enqueues_the_driver_once_per_poll_while_there_is_batch_wo
     start(db, env, delivery="batch", models=["good", "mid"])  # a new run wakes it
     assert scheduler.tick(time.time()).driver is not None
     assert [job.func_name for job in jobs.get_jobs()] == ["workers.batches.drive_job"] * 2
-    assert db.get_tournament(tid)["matches_pending"] == 3  # pending, for the driver
+    assert db.get_tournament(tid).matches_pending == 3  # pending, for the driver
 
 
 def test_scheduled_anthropic_tournaments_default_to_batch_and_live_opts_out(client: TestClient, queue: Queue) -> None:

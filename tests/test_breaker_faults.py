@@ -82,11 +82,11 @@ def test_a_provider_that_fails_everything_stops_the_run_within_a_bounded_number_
     fake.configure({"fault_rate": 1.0, "fault_kinds": ["500"]})
     matches = submit_field(db, questions=4)
     tid = start(db, env)
-    work_until(env, lambda: db.get_tournament(tid)["status"] not in ("queued", "running"))
+    work_until(env, lambda: db.get_tournament(tid).status not in ("queued", "running"))
     view = db.get_tournament(tid)
-    assert (view["status"], view["stopped_reason"]) == ("failed", "failing")
+    assert (view.status, view.stopped_reason) == ("failed", "failing")
     assert fake.requests <= FAILURES + CONCURRENCY - 1 + PROBES, fake.requests
-    assert view["matches_failed"] >= 5 and view["matches_failed"] + view["matches_cancelled"] == matches
+    assert view.matches_failed >= 5 and view.matches_failed + view.matches_cancelled == matches
     report = db.tournament_failures(tid)  # the reason, as the tournament page shows it
     top = report.groups[0].error
     assert "JudgeDown" in top and "is down" in top and "HTTP 500" in top, top
@@ -109,7 +109,7 @@ def test_a_provider_that_comes_back_is_probed_once_and_judged_again(
     matches = submit_field(db, questions=1)
     tid = start(db, env, order="single")
     view = work(env, db, tid)
-    assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
+    assert (view.matches_done, view.matches_failed) == (matches, 0)
     assert fake.requests == matches + 5
     planted_winner_holds(db, tid)
     assert call_stats(env).get("circuit_opens") == 3  # opened, then reopened by each failed probe
@@ -129,13 +129,13 @@ def test_a_lone_overload_pauses_nobody_and_overloads_in_a_row_pause_everyone(
     tid = start(db, env, models=["m1", "m2"], order="single")
     fake.fail(Failure(529))
     view = work(env, db, tid)
-    assert (view["matches_done"], fake.requests) == (1, 2)
+    assert (view.matches_done, fake.requests) == (1, 2)
     assert call_stats(env).get("pauses", 0) == 0 and call_stats(env).get("retries") == 1
     assert cooldown_until(env) is None  # the shared rate limit was never paused
     tid = start(db, env, models=["m1", "m3"], order="single")
     fake.fail(*[Failure(529)] * 5)
     view = work(env, db, tid)
-    assert (view["matches_done"], fake.requests) == (1, 2 + 6)
+    assert (view.matches_done, fake.requests) == (1, 2 + 6)
     assert call_stats(env).get("pauses") == 3
     assert cooldown_until(env) is not None
     with db.engine.connect() as conn:  # the match was tried again once: the call's three sends ran out
@@ -153,7 +153,7 @@ def test_a_fifth_of_calls_overloaded_pauses_everyone_rarely(db: Store, env: Sett
     matches = submit_field(db, questions=4)
     tid = start(db, env)
     view = work(env, db, tid)
-    assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
+    assert (view.matches_done, view.matches_failed) == (matches, 0)
     planted_winner_holds(db, tid)
     overloads = sum(r.status == 529 for r in fake.received)
     assert overloads >= 10

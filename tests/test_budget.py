@@ -58,14 +58,14 @@ def test_every_call_and_judgement_records_its_cost(db: Store, env: Settings, fak
         assert all(c["cost_usd"] == pytest.approx(expected_cost(c)) for c in j["calls"])
         assert j["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in j["calls"]))
     billed = sum(r.input_tokens + r.output_tokens for r in fake.received) * PER_MTOK / 1_000_000
-    assert db.get_tournament(tid)["spent_usd"] == pytest.approx(billed)
+    assert db.get_tournament(tid).spent_usd == pytest.approx(billed)
 
 
 def test_a_judge_without_a_price_records_null_cost(db: Store, env: Settings, fake: FakeAnthropic) -> None:
     submit(db, questions=1)
     tid = start(db, env, judge=UNPRICED)
     view = work(env, db, tid)
-    assert view["matches_done"] == 3 and view["spent_usd"] == 0.0
+    assert view.matches_done == 3 and view.spent_usd == 0.0
     judgements = db.tournament_judgements(tid)
     assert tokens_stored(judgements) == tokens_sent(fake)  # the tokens are known, only the price is not
     for j in judgements:
@@ -79,12 +79,12 @@ def test_a_budget_stops_the_run_before_a_call_it_cannot_pay_for(db: Store, env: 
     budget = 2.5
     tid = start(db, env, judge=PRICED, budget=budget)
     view = work(env, db, tid)
-    assert (view["status"], view["stopped_reason"], view["budget"]) == ("cancelled", "budget", budget)
-    done = view["matches_done"]
-    assert 1 <= done < 6 and view["matches_cancelled"] == 6 - done and view["matches_failed"] == 0
+    assert (view.status, view.stopped_reason, view.budget) == ("cancelled", "budget", budget)
+    done = view.matches_done
+    assert 1 <= done < 6 and view.matches_cancelled == 6 - done and view.matches_failed == 0
     assert fake.replies in (2 * done, 2 * done + 1)  # a match may have paid for one order before the stop
     paid = assert_calls_fit(fake, budget, PER_MTOK)  # spend was reserved before every call
-    assert view["spent_usd"] == pytest.approx(paid) == pytest.approx(billed(fake))
+    assert view.spent_usd == pytest.approx(paid) == pytest.approx(billed(fake))
     # stopped because the next call's reservation did not fit, not earlier
     largest = max(r.input_tokens for r in fake.received) + 512 + 8
     assert budget - paid < largest * PER_MTOK / 1e6
@@ -93,10 +93,10 @@ def test_a_budget_stops_the_run_before_a_call_it_cannot_pay_for(db: Store, env: 
 def test_reused_judgements_cost_a_budget_nothing(db: Store, env: Settings, fake: FakeAnthropic) -> None:
     submit(db, questions=1)
     first = work(env, db, start(db, env, judge=PRICED))
-    assert first["spent_usd"] == pytest.approx(billed(fake)) and fake.replies == 6
+    assert first.spent_usd == pytest.approx(billed(fake)) and fake.replies == 6
     paid = fake.requests
     again = work(env, db, start(db, env, judge=PRICED, budget=1e-9))
-    assert (again["status"], again["matches_done"], again["spent_usd"], again["stopped_reason"]) == ("done", 3, 0.0, None)
+    assert (again.status, again.matches_done, again.spent_usd, again.stopped_reason) == ("done", 3, 0.0, None)
     assert fake.requests == paid
 
 
@@ -105,7 +105,7 @@ def test_a_budget_on_a_judge_without_a_price_is_stopped_before_any_call(
 ) -> None:
     submit(db, questions=1)
     view = work(env, db, start(db, env, judge=UNPRICED, budget=5.0))
-    assert (view["status"], view["stopped_reason"], view["matches_cancelled"]) == ("cancelled", "unpriced", 3)
+    assert (view.status, view.stopped_reason, view.matches_cancelled) == ("cancelled", "unpriced", 3)
     assert fake.requests == 0
 
 

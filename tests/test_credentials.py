@@ -128,7 +128,7 @@ def test_a_worker_without_the_key_fails_the_run_naming_the_variable_and_calls_no
     submit(db, questions=2)  # 3 models: 6 matches
     tid = start(db, env, judge="anthropic/claude-haiku-4-5")
     view = work(env, db, tid)
-    assert (view["status"], view["stopped_reason"], view["matches_done"]) == ("failed", "failing", 0)
+    assert (view.status, view.stopped_reason, view.matches_done) == ("failed", "failing", 0)
     failures = db.tournament_failures(tid)
     assert failures.failed == 2 and len(failures.groups) == 1
     error = failures.groups[0].error

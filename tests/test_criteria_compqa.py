@@ -45,7 +45,7 @@ def test_each_submission_is_scored_once_across_its_matches(db: Store, env: Setti
     submit(db, questions=2)
     tid = start(db, env, criteria="compqa")
     view = work(env, db, tid)
-    assert (view["matches_done"], view["matches_failed"]) == (6, 0)
+    assert (view.matches_done, view.matches_failed) == (6, 0)
     assert fake.replies == 6  # six submissions, each in two matches, each scored once
     assert all("<answer>" in r.users[0] and "15. the summary itself" in r.system for r in fake.received)
     models = {s.id: s.model for s in db.list_submissions()}
@@ -107,7 +107,7 @@ def test_out_of_range_twice_fails_the_match_and_keeps_no_score(db: Store, env: S
     submit(db, questions=1)
     tid = start(db, env, criteria="compqa", models=["good", "mid"])
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    assert (view.status, view.matches_failed) == ("failed", 1)
     with db.engine.connect() as conn:
         error = conn.execute(text("select last_error from matches")).scalar_one()
     assert error.startswith("VerdictParseError") and "criterion 9 is 4, outside 0-2" in error

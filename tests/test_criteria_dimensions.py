@@ -51,7 +51,7 @@ def test_each_dimension_gets_its_own_consistency(db: Store, env: Settings, fake:
     submit(db, questions=1)
     tid = start(db, env, criteria="dimensions")
     view = work(env, db, tid)
-    assert (view["matches_done"], view["matches_failed"]) == (3, 0)
+    assert (view.matches_done, view.matches_failed) == (3, 0)
     assert fake.replies == 6 and all("conciseness" in r.system for r in fake.received)
     models = models_of(db)
     for j in db.tournament_judgements(tid):
@@ -116,7 +116,7 @@ def test_missing_dimensions_fail_the_match_never_tie(db: Store, env: Settings, f
     submit(db, questions=1)
     tid = start(db, env, criteria="dimensions", models=["good", "mid"])
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    assert (view.status, view.matches_failed) == ("failed", 1)
     assert fake.replies == 4  # each order asked, then reminded once
     assert db.tournament_judgements(tid) == []
     with db.engine.connect() as conn:
@@ -140,7 +140,7 @@ def test_the_offline_judge_refuses_dimensions_and_says_why(db: Store, env: Setti
     submit(db, questions=1)
     tid = start(db, env, judge="offline/rubric", criteria="dimensions", models=["good", "mid"])
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1) and fake.requests == 0
+    assert (view.status, view.matches_failed) == ("failed", 1) and fake.requests == 0
     with db.engine.connect() as conn:
         error = conn.execute(text("select last_error from matches")).scalar_one()
     assert error.startswith("PermanentJudgeError") and "'dimensions'" in error and "free-form" in error

@@ -89,7 +89,7 @@ def test_covering_beats_partial_beats_inventing_and_each_text_is_extracted_once(
         created = client.post("/api/tournaments", json={"judge": JUDGE, "criteria": "factsim"}, headers=AUTH)
         assert created.status_code == 202, created.text
         view = work(env, db, created.json()["id"])
-        assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", 3, 0)
+        assert (view.status, view.matches_done, view.matches_failed) == ("done", 3, 0)
         assert fake.replies == 4  # the source once, each summary once, across three matches
         assert sum("<document>\nMarie Curie was a physicist" in r.users[0] for r in fake.received) == 1
         models = {s.id: s.model for s in db.list_submissions()}
@@ -165,7 +165,7 @@ def test_unreadable_facts_twice_fail_the_match_and_keep_no_score(env: Settings, 
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=[SOURCE])
     tid = start(db, env, criteria="factsim")
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    assert (view.status, view.matches_failed) == ("failed", 1)
     error = last_error(db)
     assert error.startswith("VerdictParseError") and "fact 1 is not a (subject, relation, object) triple" in error
     assert scores(db) == [] and db.tournament_judgements(tid) == []
@@ -175,7 +175,7 @@ def test_sides_with_different_sources_fail_without_a_call(env: Settings, db: Sto
     submit(db, {"covering": SUMMARIES["covering"]}, sources=[SOURCE])
     submit(db, {"partial": SUMMARIES["partial"]})  # no sources: its question is its source
     view = work(env, db, start(db, env, criteria="factsim"))
-    assert view["matches_failed"] == 1 and fake.requests == 0
+    assert view.matches_failed == 1 and fake.requests == 0
     assert last_error(db).startswith("PermanentJudgeError") and "different sources" in last_error(db)
 
 
@@ -183,14 +183,14 @@ def test_sources_stating_nothing_fail_the_match(env: Settings, db: Store, fake: 
     require_factsim()
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=["No facts here, only prose."])
     view = work(env, db, start(db, env, criteria="factsim"))
-    assert view["matches_failed"] == 1 and "no fact in the sources" in last_error(db)
+    assert view.matches_failed == 1 and "no fact in the sources" in last_error(db)
     assert scores(db) == []
 
 
 def test_the_offline_judge_cannot_extract_facts(env: Settings, db: Store, fake: FakeAnthropic) -> None:
     submit(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=[SOURCE])
     view = work(env, db, start(db, env, judge="offline/rubric", criteria="factsim"))
-    assert view["matches_failed"] == 1 and fake.requests == 0
+    assert view.matches_failed == 1 and fake.requests == 0
     error = last_error(db)
     assert error.startswith("PermanentJudgeError") and "needs an LLM to extract fact tuples" in error
 
@@ -218,14 +218,14 @@ def test_a_worker_without_the_encoder_fails_before_paying(
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while db.get_tournament(tid)["matches_pending"] and time.monotonic() < deadline:
+        while db.get_tournament(tid).matches_pending and time.monotonic() < deadline:
             assert worker.poll() is None, "the worker exited"
             time.sleep(0.05)
     finally:
         worker.terminate()
         worker.wait(timeout=60)
     view = db.get_tournament(tid)
-    assert (view["matches_failed"], fake.requests) == (1, 0)
+    assert (view.matches_failed, fake.requests) == (1, 0)
     error = last_error(db)
     assert error.startswith("PermanentJudgeError: criteria 'factsim' cannot embed facts on this worker: "), error
     assert "needs sentence-transformers" in error and "joust[factsim]" in error

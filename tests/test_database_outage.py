@@ -131,13 +131,13 @@ def accounts_for_every_paid_call(store: Store, tid: int, fake: FakeAnthropic) ->
     paid = [r for r in fake.received if r.delivered]
     assert len(paid) == recorded + failed, (len(paid), recorded, failed)
     paid_usd = sum(cost_usd(JUDGE, r.input_tokens, r.output_tokens, DEFAULT_PRICES) or 0.0 for r in paid)
-    assert store.get_tournament(tid)["spent_usd"] == pytest.approx(paid_usd, rel=1e-6)
+    assert store.get_tournament(tid).spent_usd == pytest.approx(paid_usd, rel=1e-6)
     return failed
 
 
 def judged_once(store: Store, tid: int, matches: int) -> None:
     view = store.get_tournament(tid)
-    assert (view["status"], view["matches_done"], view["matches_failed"]) == ("done", matches, 0)
+    assert (view.status, view.matches_done, view.matches_failed) == ("done", matches, 0)
     assert len({j["judgement_id"] for j in store.tournament_judgements(tid)}) == matches
 
 
@@ -209,7 +209,7 @@ def test_matches_in_flight_keep_their_paid_replies_through_an_outage_longer_than
     assert fake.requests == 2 * matches
     postgres.start_again()
     back = time.monotonic()
-    wait_for(lambda: db.get_tournament(tid)["matches_pending"] == 0, env.lease_ttl_s + 5, "the matches to be stored")
+    wait_for(lambda: db.get_tournament(tid).matches_pending == 0, env.lease_ttl_s + 5, "the matches to be stored")
     print(f"\nstored {time.monotonic() - back:.2f} s after the database was back")
     judged_once(db, tid, matches)
     assert fake.replies == fake.requests == 2 * matches  # nothing paid twice

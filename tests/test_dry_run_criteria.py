@@ -30,6 +30,7 @@ from leaderboard.templates import (
 from leaderboard.types import OrderPolicy, Submission
 from service.config import Settings
 from service.store import NewSubmission, Store
+from service.store.tournament_rows import Tournament
 from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_policies import fact_lines, rubric_scores
@@ -136,7 +137,7 @@ def dry(client: TestClient, **body: object) -> dict:
     return response.json()
 
 
-def run(client: TestClient, env: Settings, db: Store, **body: object) -> dict:
+def run(client: TestClient, env: Settings, db: Store, **body: object) -> Tournament:
     response = client.post("/api/tournaments", json={"judge": JUDGE, **body}, headers=AUTH)
     assert response.status_code == 202, response.text
     return work(env, db, response.json()["id"])
@@ -154,7 +155,7 @@ def predicts(client: TestClient, env: Settings, db: Store, fake: FakeAnthropic, 
     view = run(client, env, db, **body)
     assert fake.requests - before == got["calls"], (got, view)
     assert got["estimated_cost_usd"] == pytest.approx(billed(fake, seen), rel=0.1, abs=1e-9)
-    assert view["spent_usd"] == pytest.approx(billed(fake, seen))
+    assert view.spent_usd == pytest.approx(billed(fake, seen))
     return got
 
 
@@ -241,7 +242,7 @@ def test_a_factsim_dry_run_follows_sources_across_questions_and_counts_failing_p
     got = dry(client, criteria="factsim")
     assert (got["matches"], got["calls"]) == (5, (1 + 2) + (1 + 2) + (1 + 2) + (2 + 2) + 0)
     view = run(client, env, db, criteria="factsim")
-    assert fake.requests == got["calls"] and (view["matches_done"], view["matches_failed"]) == (4, 1)
+    assert fake.requests == got["calls"] and (view.matches_done, view.matches_failed) == (4, 1)
     assert got["estimated_cost_usd"] == pytest.approx(billed(fake), rel=0.1)
 
 

@@ -48,7 +48,7 @@ def test_one_process_keeps_as_many_calls_in_flight_as_the_judge_allows(
 ) -> None:
     matches = submit_field(db, questions=3)  # 30 matches, 60 calls
     view = work(env, db, start(db, env))
-    assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
+    assert (view.matches_done, view.matches_failed) == (matches, 0)
     assert fake.replies == 2 * matches
     assert fake.max_in_flight == 12  # JOUST_JUDGE_CONCURRENCY, in one worker process
     assert jobs.engine().outcomes[MatchOutcome.JUDGED] == matches
@@ -59,7 +59,7 @@ def test_one_match_at_a_time_is_the_naive_design(db: Store, env: Settings, fake:
     fake.latency_s = 0.1  # the matches go one after another: still long enough for both orders to overlap
     matches = submit_field(db, questions=1)
     view = work(env, db, start(db, env))
-    assert view["matches_done"] == matches
+    assert view.matches_done == matches
     assert fake.max_in_flight == 2  # both orders of one match: what a worker did before
 
 
@@ -125,7 +125,7 @@ def test_a_blocked_database_never_stalls_the_loop(db: Store, env: Settings, fake
     renewed = [m for m in before if m in blocked and m in after and after[m] > blocked[m]]
     assert before and len(renewed) == len(before)  # every lease held through the lock was renewed
     view = db.get_tournament(tid)
-    assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
+    assert (view.matches_done, view.matches_failed) == (matches, 0)
     assert fake.replies == 2 * matches  # nothing lapsed, nothing was paid twice
     assert jobs.engine().outcomes[MatchOutcome.ABANDONED] == 0
 
@@ -136,13 +136,13 @@ def test_a_judge_that_keeps_failing_stops_its_run(db: Store, env: Settings, fake
     fake.api_key = "the-real-key"  # the workers' key is wrong: every call is a 401
     matches = submit_field(db, questions=3)
     tid = start(db, env)
-    work_until(env, lambda: db.get_tournament(tid)["status"] not in ("queued", "running"))
+    work_until(env, lambda: db.get_tournament(tid).status not in ("queued", "running"))
     view = db.get_tournament(tid)
-    assert (view["status"], view["stopped_reason"]) == ("failed", "failing")
-    assert 4 <= view["matches_failed"] <= 4 + 2  # the streak, and what was in flight when it ended
-    assert view["matches_cancelled"] == matches - view["matches_failed"]
+    assert (view.status, view.stopped_reason) == ("failed", "failing")
+    assert 4 <= view.matches_failed <= 4 + 2  # the streak, and what was in flight when it ended
+    assert view.matches_cancelled == matches - view.matches_failed
     # the judge was asked for the failed matches and those in flight when the run stopped, no more
-    assert fake.requests <= 2 * (view["matches_failed"] + 2)
+    assert fake.requests <= 2 * (view.matches_failed + 2)
     with db.engine.connect() as conn:
         errors = conn.execute(text("select last_error from matches where status = 'failed'")).scalars().all()
     assert errors and all("PermanentJudgeError" in e and "401" in e for e in errors)
@@ -169,10 +169,10 @@ def test_a_streak_is_only_broken_by_a_judgement(db: Store) -> None:
     assert not db.fail_match(m[3], "x", final=True, stop_after=3)
     assert not db.fail_match(m[4], "x", final=False, stop_after=3)  # a retry is no failure yet
     assert not db.fail_match(m[4], "x", final=True, stop_after=3)
-    assert db.get_tournament(tid)["stopped_reason"] is None  # two in a row since the judgement
+    assert db.get_tournament(tid).stopped_reason is None  # two in a row since the judgement
     assert db.fail_match(m[5], "x", final=True, stop_after=3)  # three in a row
     view = db.get_tournament(tid)
-    assert (view["status"], view["stopped_reason"], view["matches_failed"], view["matches_done"]) == (
+    assert (view.status, view.stopped_reason, view.matches_failed, view.matches_done) == (
         "failed", "failing", 5, 1)
 
 
@@ -192,7 +192,7 @@ def test_a_failed_run_is_retried_once_the_judge_is_fixed(
     matches = submit_field(db, questions=1)
     tid = client.post("/api/tournaments", json={"judge": "anthropic/fake-judge"}, headers=AUTH).json()["id"]
     assert client.post(f"/api/tournaments/{tid}/retry", headers=AUTH).status_code == 409  # still running
-    work_until(env, lambda: db.get_tournament(tid)["status"] == "failed")
+    work_until(env, lambda: db.get_tournament(tid).status == "failed")
     assert client.post(f"/api/tournaments/{tid}/retry").status_code == 401
     monkeypatch.setenv("ANTHROPIC_API_KEY", "the-real-key")  # the operator fixes the key
     response = client.post(f"/api/tournaments/{tid}/retry", headers=AUTH)

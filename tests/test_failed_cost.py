@@ -81,10 +81,10 @@ def test_a_compqa_match_failing_after_one_score_charges_it_and_keeps_the_score(
     submit(db, questions=1)
     tid = start(db, env, judge=JUDGE, criteria="compqa", models=["good", "mid"])
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    assert (view.status, view.matches_failed) == ("failed", 1)
     assert fake.replies == 3  # mid scored once, good asked twice (the reminder)
     assert db.tournament_judgements(tid) == []  # no judgement records these calls ...
-    assert view["spent_usd"] == pytest.approx(billed(fake)) and view["spent_usd"] > 0  # ... the match does
+    assert view.spent_usd == pytest.approx(billed(fake)) and view.spent_usd > 0  # ... the match does
     assert failed_costs(db) == [("failed", pytest.approx(billed(fake)))]
     assert db.tournament_spend(tid) == pytest.approx(billed(fake))
     # The side that was scored kept its score: the next run over it pays for the other side only.
@@ -92,7 +92,7 @@ def test_a_compqa_match_failing_after_one_score_charges_it_and_keeps_the_score(
     assert [models[sid] for sid, *_ in scores(db)] == ["mid"]
     paid = fake.replies
     again = work(env, db, start(db, env, judge=JUDGE, criteria="compqa", models=["mid", "bad"]))
-    assert again["matches_done"] == 1 and fake.replies == paid + 1
+    assert again.matches_done == 1 and fake.replies == paid + 1
 
 
 @pytest.mark.xdist_group("minilm_encoder")  # the model loads once, in the process that runs its tests
@@ -103,9 +103,9 @@ def test_a_factsim_match_failing_after_its_extractions_charges_them(
     submit_summaries(db, {m: SUMMARIES[m] for m in ("covering", "partial")}, sources=["No facts here, only prose."])
     tid = start(db, env, judge=JUDGE, criteria="factsim")
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"], fake.replies) == ("failed", 1, 3)  # the source, both summaries
-    assert view["spent_usd"] == pytest.approx(billed(fake)) and view["spent_usd"] > 0
-    assert db.get_tournament(tid)["spent_usd"] == db.list_tournaments()[0]["spent_usd"] == view["spent_usd"]
+    assert (view.status, view.matches_failed, fake.replies) == ("failed", 1, 3)  # the source, both summaries
+    assert view.spent_usd == pytest.approx(billed(fake)) and view.spent_usd > 0
+    assert db.get_tournament(tid).spent_usd == db.list_tournaments()[0].spent_usd == view.spent_usd
 
 
 def test_the_budget_counts_what_a_failed_match_paid(db: Store, env: Settings, fake: FakeAnthropic) -> None:
@@ -114,12 +114,12 @@ def test_the_budget_counts_what_a_failed_match_paid(db: Store, env: Settings, fa
     budget = 7.0  # room for the three calls the first match pays before it fails, and a little more
     tid = start(db, env, judge=JUDGE, criteria="compqa", budget=budget)
     view = work(env, db, tid)
-    assert (view["status"], view["stopped_reason"]) == ("cancelled", "budget")
-    assert view["matches_failed"] >= 1 and view["matches_done"] < 3
+    assert (view.status, view.stopped_reason) == ("cancelled", "budget")
+    assert view.matches_failed >= 1 and view.matches_done < 3
     # Every call was sent only when what was paid before it (the failed match's calls included)
     # and its own reservation fitted: a budget blind to failed matches would have sent more.
     paid = assert_calls_fit(fake, budget, PER_MTOK)
-    assert view["spent_usd"] == pytest.approx(paid) == pytest.approx(billed(fake))
+    assert view.spent_usd == pytest.approx(paid) == pytest.approx(billed(fake))
     # what the judgements did not record, the failed matches did
     recorded = sum(j["cost_usd"] for j in db.tournament_judgements(tid))
     assert sum(cost or 0 for _, cost in failed_costs(db)) == pytest.approx(billed(fake) - recorded)
@@ -144,10 +144,10 @@ def test_a_retried_attempt_charges_what_it_paid_before_the_provider_error(
     tid = start(db, env, judge=JUDGE, criteria="compqa", models=["good", "mid"])
     view = work(env, db, tid)
     capsys.readouterr()  # the fake's tracebacks of the 500s
-    assert (view["status"], view["matches_failed"], fake.replies) == ("failed", 1, 1)  # mid's score, once
+    assert (view.status, view.matches_failed, fake.replies) == ("failed", 1, 1)  # mid's score, once
     with db.engine.connect() as conn:
         assert conn.execute(text("select last_error from matches")).scalar_one().startswith("gave up after 2 attempts")
-    assert view["spent_usd"] == pytest.approx(billed(fake)) and view["spent_usd"] > 0
+    assert view.spent_usd == pytest.approx(billed(fake)) and view.spent_usd > 0
 
 
 def test_the_gated_judge_meters_every_reply_and_hides_nothing_else(fake: FakeAnthropic) -> None:
@@ -177,10 +177,10 @@ def test_an_unreadable_pairwise_verdict_charges_both_orders_and_their_reminders(
     submit(db, questions=1)
     tid = start(db, env, judge=JUDGE)
     view = work(env, db, tid)
-    matches = view["matches_total"]
-    assert (view["status"], view["matches_failed"]) == ("failed", matches)
+    matches = view.matches_total
+    assert (view.status, view.matches_failed) == ("failed", matches)
     assert fake.replies == 4 * matches  # two orders, each asked and reminded
     assert db.tournament_judgements(tid) == []
     assert [status for status, _ in failed_costs(db)] == ["failed"] * matches
     assert sum(cost for _, cost in failed_costs(db)) == pytest.approx(billed(fake)) and billed(fake) > 0
-    assert view["spent_usd"] == pytest.approx(billed(fake))
+    assert view.spent_usd == pytest.approx(billed(fake))

@@ -116,10 +116,10 @@ class Schedule:
         """Whether the run is over (not asked while the database is away: False then)."""
         if self.database_away:
             return False
-        return self.store.get_tournament(self.tid)["matches_pending"] == 0
+        return self.store.get_tournament(self.tid).matches_pending == 0
 
     def done(self) -> int:
-        return self.store.get_tournament(self.tid)["matches_done"]
+        return self.store.get_tournament(self.tid).matches_done
 
     def settle(self, within: float = 30) -> None:
         """After a fault is healed: wait until a match is judged again (or the run is over), so

@@ -252,7 +252,7 @@ def test_the_store_reads_records_lengths_and_parse_failed_matches(store: Store) 
     store.fail_match(match[tid, ids[0], ids[2]], "gave up after 3 attempts: TransientJudgeError: 500", final=True)
     # waiting for a retry, not failed
     store.fail_match(match[other, ids[0], ids[1]], "VerdictParseError: no verdict", final=False)
-    assert store.get_tournament(tid)["matches_failed"] == 2 and store.get_tournament(other)["matches_failed"] == 0
+    assert store.get_tournament(tid).matches_failed == 2 and store.get_tournament(other).matches_failed == 0
     assert store.parse_failures() == {"anthropic/x": 1}
     assert store.parse_failures("anthropic/y") == {}
 

@@ -108,12 +108,12 @@ def test_llmfao_positions_and_tournament(votes: Votes, tmp_path: Path) -> None:
         assert out["calls"][0]["first"] == out["a_id"]
         assert out["calls"][0]["fields"]["worker"] == row["worker"]
     tournament = store.list_tournaments()[-1]  # newest first: the import, then its layers
-    assert tournament["spec"] == {"mode": "import", "source": votes.path.name, "judge": "import/crowd",
-                                  "criteria": "overall"}
-    assert tournament["status"] == "done"
-    view = store.get_tournament(tournament["id"])
-    assert len(view["runs"]) == votes.layers
-    assert len(store.side_rows(tournament_id=tournament["id"])) == votes.count
+    assert tournament.spec.as_dict() == {"mode": "import", "source": votes.path.name, "judge": "import/crowd",
+                                         "criteria": "overall"}
+    assert tournament.status == "done"
+    view = store.get_tournament(tournament.id)
+    assert len(view.runs) == votes.layers
+    assert len(store.side_rows(tournament_id=tournament.id)) == votes.count
     assert store.revision() == votes.count
     assert {s.output for s in store.list_submissions(limit=1000)} == {PLACEHOLDER}
     store.close()
@@ -280,7 +280,7 @@ def test_import_judgements_stamps_seq_and_layers(store: Store) -> None:
     exported = store.export_judgements(judge="import/f")
     assert [(r["seq"], r["outcome"], r["tournament_id"]) for r in exported] == [
         (2, "B", result.tournament_id), (3, "TIE", result.layers[0]), (4, "A", result.tournament_id)]
-    assert store.get_tournament(result.tournament_id)["runs"] == result.layers
+    assert store.get_tournament(result.tournament_id).runs == tuple(result.layers)
     assert len(store.side_rows()) == 4 and len(store.side_rows(tournament_id=result.tournament_id)) == 3
     again = store.import_judgements(name="file", source="f.csv", judge="import/f", criteria="overall", rows=rows)
     assert (again.tournament_id, again.created, again.existing) == (None, 0, 4)

@@ -28,7 +28,7 @@ def test_both_orders_are_judged_and_the_planted_order_wins(db: Store, env: Setti
     submit(db)
     tid = start(db, env)
     view = work(env, db, tid)
-    assert (view["status"], view["matches_done"], view["matches_total"]) == ("done", 6, 6)
+    assert (view.status, view.matches_done, view.matches_total) == ("done", 6, 6)
     assert fake.replies == 12
     models = {s.id: s.model for s in db.list_submissions()}
     judgements = db.tournament_judgements(tid)
@@ -65,7 +65,7 @@ def test_a_rerun_judges_nothing_new(db: Store, env: Settings, fake: FakeAnthropi
     second = start(db, env)
     view = work(env, db, second)
     assert fake.requests == paid
-    assert view["matches_done"] == 6
+    assert view.matches_done == 6
     assert len(db.side_rows()) == 6  # counted once although two tournaments hold each pair
     # a different judge is a different key: it is judged again
     work(env, db, start(db, env, judge="anthropic/another-judge"))
@@ -77,7 +77,7 @@ def test_an_unparseable_reply_fails_the_match_and_is_never_a_tie(db: Store, env:
     submit(db, questions=1)
     tid = start(db, env)
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"], view["matches_done"]) == ("failed", 3, 0)
+    assert (view.status, view.matches_failed, view.matches_done) == ("failed", 3, 0)
     assert db.tournament_judgements(tid) == []
     assert db.side_rows() == []
 
@@ -94,7 +94,7 @@ def test_rate_limits_are_retried_after_retry_after(
     fake.fail(Failure(429, retry_after=retry_after), Failure(529))
     tid = start(db, env)
     view = work(env, db, tid)
-    assert (view["matches_done"], view["matches_failed"]) == (3, 0)
+    assert (view.matches_done, view.matches_failed) == (3, 0)
     assert fake.requests == 6 + 2
     # each refused call was sent again, and only after its pause
     received = sorted(fake.received, key=lambda r: r.at)
@@ -117,7 +117,7 @@ def test_a_provider_that_keeps_failing_fails_the_match_with_its_reason(
     fake.fail(*[500] * 100)
     tid = start(db, env, models=["good", "mid"])
     view = work(env, db, tid)
-    assert (view["status"], view["matches_failed"]) == ("failed", 1)
+    assert (view.status, view.matches_failed) == ("failed", 1)
     from sqlalchemy import text
 
     with db.engine.connect() as conn:
@@ -165,7 +165,7 @@ def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if all(db.get_tournament(t)["matches_pending"] == 0 for t in (first, second)):
+            if all(db.get_tournament(t).matches_pending == 0 for t in (first, second)):
                 break
             time.sleep(0.05)
     finally:
@@ -173,7 +173,7 @@ def test_twin_matches_in_two_tournaments_pay_once(db: Store, env: Settings, fake
             w.terminate()
         for w in workers:
             w.wait(timeout=30)
-    assert all(db.get_tournament(t)["matches_done"] == 3 for t in (first, second))
+    assert all(db.get_tournament(t).matches_done == 3 for t in (first, second))
     assert fake.replies == 3 * 2  # three pairs, both orders, paid once across the two tournaments
 
 

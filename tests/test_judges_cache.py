@@ -20,6 +20,7 @@ from leaderboard.types import Winner
 from service.config import Settings
 from service.store import NewSubmission, Store
 from service.store.imports import ImportedJudgement
+from service.store.tournament_rows import Tournament
 from service.usecases.judge_health_cache import JudgeHealthCache
 from tests.api_fixtures import app_state_of, store_of
 from tests.fake_anthropic import FakeAnthropic
@@ -65,7 +66,7 @@ def page_calls(client: TestClient) -> dict[str, str]:
     return {row[0]: row[1] for row in rows if len(row) > 1}
 
 
-def run(db: Store, env: Settings, judge: str, **spec: object) -> dict:
+def run(db: Store, env: Settings, judge: str, **spec: object) -> Tournament:
     """A round robin under `judge`, worked by real burst workers until settled; its view."""
     return work(env, db, start(db, env, judge=judge, **spec))
 
@@ -89,11 +90,11 @@ def judged(db: Store, env: Settings, fake: FakeAnthropic) -> dict[str, int]:
     two human votes on question 0. The submission ids of question 0 by model."""
     submit(db, questions=2)
     fake.queue_replies("No verdict here, sorry.")
-    assert run(db, env, FAIR)["matches_done"] == 6
+    assert run(db, env, FAIR).matches_done == 6
     fake.decide = always("A")
-    assert run(db, env, BIASED)["matches_done"] == 6
+    assert run(db, env, BIASED).matches_done == 6
     fake.decide = malformed()
-    assert run(db, env, BROKEN)["matches_failed"] == 6
+    assert run(db, env, BROKEN).matches_failed == 6
     fake.decide = prefer(MODELS)
     ids = {s.model: s.id for s in db.list_submissions(question_id="q0")}
     vote(db, "v1", Winner.A, ids["good"], ids["mid"])
@@ -153,7 +154,7 @@ def test_what_lands_after_a_request_shows_on_the_next(client: TestClient, db: St
     # a match failed with an unreadable verdict resolves nothing (the revision stays) yet counts
     revision = db.revision()
     fake.decide = malformed()
-    assert run(db, env, FAIR, models=["mid", "new"])["matches_failed"] == 1
+    assert run(db, env, FAIR, models=["mid", "new"]).matches_failed == 1
     assert db.revision() == revision
     rate = api(client, FAIR)[0]["parse_failure_rate"]
     assert rate == pytest.approx((1 + 1) / (after[FAIR]["calls"] + 1)) and api(client) == from_scratch(db)

@@ -52,7 +52,7 @@ def test_metrics_count_what_the_worker_and_the_fake_saw(api: TestClient, db: Sto
 
     fake.fail(Failure(429, 0.05), Failure(429, 0.05))  # the first two calls are refused
     view = work(env, db, tid)
-    assert view["matches_done"] == 6
+    assert view.matches_done == 6
 
     after = scrape(api)
     live = [r for r in fake.received if r.batch_id is None]
@@ -73,7 +73,7 @@ def test_metrics_count_what_the_worker_and_the_fake_saw(api: TestClient, db: Sto
         sum(r.input_tokens for r in answered)
     assert value(after, "joust_judge_tokens_total", judge=JUDGE, direction="output") == \
         sum(r.output_tokens for r in answered)
-    assert value(after, "joust_judge_spent_usd_total", judge=JUDGE) == pytest.approx(view["spent_usd"])
+    assert value(after, "joust_judge_spent_usd_total", judge=JUDGE) == pytest.approx(view.spent_usd)
     assert value(after, "joust_tournaments", status="done") == 1
 
     # Incremental totals: judgements stored after a scrape are added, none counted twice.

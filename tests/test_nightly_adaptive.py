@@ -19,6 +19,7 @@ from service.config import Settings
 from service.ops.scheduler import Scheduler
 from service.store import NewSubmission, Store
 from service.store.queue import JobQueue
+from service.store.tournament_rows import Tournament
 from service.web.app import create_app
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_rounds import planted
@@ -61,14 +62,14 @@ def submit(store: Store, models: list[str]) -> None:
     )
 
 
-def drive(env: Settings, store: Store, scheduler: Scheduler, tid: int, now: float, rounds: int = 40) -> dict:
+def drive(env: Settings, store: Store, scheduler: Scheduler, tid: int, now: float, rounds: int = 40) -> Tournament:
     """Judge each round with burst workers, then tick the scheduler (at `now`, a second later
     each time) to plan the next round or finish the run; the run's final view."""
     for k in range(rounds):
         work(env, store, tid)
         scheduler.tick(now + k)
         view = store.get_tournament(tid)
-        if view["status"] not in ("queued", "running"):
+        if view.status not in ("queued", "running"):
             return view
     raise AssertionError(f"tournament {tid} did not stop: {store.get_tournament(tid)}")
 
@@ -103,7 +104,7 @@ def test_the_nightly_adaptive_run_pays_only_for_new_submissions_and_unsettled_pa
     scheduler = Scheduler(db, JobQueue(Redis.from_url(env.redis_url), env.queue_name, 60), env)
 
     first = drive(env, db, scheduler, parent, t0)  # before the due time: no child run starts
-    assert (first["status"], first["stopped_reason"]) == ("done", reason), first
+    assert (first.status, first.stopped_reason) == ("done", reason), first
     before_pairs = judged(db)
     before_requests = fake.requests
     assert before_pairs and before_requests == 2 * db.judgements_made(parent) == 2 * len(before_pairs)
@@ -118,10 +119,10 @@ def test_the_nightly_adaptive_run_pays_only_for_new_submissions_and_unsettled_pa
 
     submit(db, [NEW])
     by_id = {s.id: s.model for s in db.select_submissions()}
-    due = db.get_tournament(parent)["next_run_at"]
+    due = db.get_tournament(parent).next_run_at
     assert due > t0
     [run] = scheduler.tick(due + 60).started
-    assert db.get_tournament(run)["parent_id"] == parent
+    assert db.get_tournament(run).parent_id == parent
     night = drive(env, db, scheduler, run, due + 61)
 
     night_pairs = db.tournament_pairs(run)
@@ -139,4 +140,4 @@ def test_the_nightly_adaptive_run_pays_only_for_new_submissions_and_unsettled_pa
     assert sum(NEW in pair for pair in spent) >= 3
     # (4) the run ends with a reason
     # (a night that runs out of new or unsettled pairs before its target or cap says "exhausted")
-    assert night["status"] == "done" and night["stopped_reason"] in (reason, "exhausted"), night
+    assert night.status == "done" and night.stopped_reason in (reason, "exhausted"), night

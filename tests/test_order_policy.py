@@ -32,7 +32,7 @@ def dry(db: Store, order: str) -> tuple[int, int]:
 def test_a_both_order_run_never_takes_a_single_order_judgement(db: Store, env: Settings, fake: FakeAnthropic) -> None:
     submit(db)
     single = start(db, env, order="single")
-    assert work(env, db, single)["matches_done"] == PAIRS
+    assert work(env, db, single).matches_done == PAIRS
     assert fake.requests == PAIRS and calls_shown(db, single) == [1] * PAIRS
     assert dry(db, "single") == (PAIRS, 0) and dry(db, "both") == (0, 2 * PAIRS)
     field = RunSpec(judge=JUDGE, mode="adaptive")
@@ -41,13 +41,13 @@ def test_a_both_order_run_never_takes_a_single_order_judgement(db: Store, env: S
 
     both = start(db, env)
     view = work(env, db, both)
-    assert (view["matches_done"], fake.requests) == (PAIRS, PAIRS + 2 * PAIRS)  # judged again, in both orders
+    assert (view.matches_done, fake.requests) == (PAIRS, PAIRS + 2 * PAIRS)  # judged again, in both orders
     assert calls_shown(db, both) == [2] * PAIRS
     assert dry(db, "both") == (PAIRS, 0) and dry(db, "single") == (PAIRS, 0)
 
     for order in ("single", "both", "single"):  # reruns pay nothing
         rerun = start(db, env, order=order)
-        assert work(env, db, rerun)["matches_done"] == PAIRS
+        assert work(env, db, rerun).matches_done == PAIRS
         assert calls_shown(db, rerun) == [2] * PAIRS  # a single-order run takes the both-order judgement
     assert fake.requests == 3 * PAIRS
 
@@ -58,7 +58,7 @@ def test_a_single_order_run_takes_a_both_order_judgement(db: Store, env: Setting
     assert fake.requests == 2 * PAIRS
     assert dry(db, "single") == (PAIRS, 0)
     single = start(db, env, order="single")
-    assert work(env, db, single)["matches_done"] == PAIRS
+    assert work(env, db, single).matches_done == PAIRS
     assert fake.requests == 2 * PAIRS and calls_shown(db, single) == [2] * PAIRS
     a, b = db.select_submissions()[:2]
     texts = (JUDGE, "pairwise-v1", "overall", a.question, a.output, b.output)

@@ -188,7 +188,7 @@ def test_scheduled_runs_and_import_layers_are_folded_under_their_parent(
     scheduler = Scheduler(store, app_state_of(client).queue, api_settings)
     runs = []
     for night in range(2):  # each tick at the next due time starts that night's run
-        runs += scheduler.tick(store.get_tournament(parent)["next_run_at"]).started
+        runs += scheduler.tick(store.get_tournament(parent).next_run_at).started
         started = [job.args[0] for job in queue.get_jobs()]
         queue.empty()
         if night == 0:  # the first night's run is judged; the second's waits
@@ -241,7 +241,7 @@ def test_a_run_judged_by_a_real_worker(client: TestClient, api_settings: Setting
     set_env(monkeypatch, {"JOUST_DATA_DIR": str(api_settings.data_dir), "REDIS_URL": api_settings.redis_url,
                           "DATABASE_URL": api_settings.resolved_database_url, "JOUST_QUEUE": QUEUE})
     try:
-        work_until(Settings.from_env(), lambda: store.get_tournament(tid)["matches_pending"] == 0)
+        work_until(Settings.from_env(), lambda: store.get_tournament(tid).matches_pending == 0)
     finally:
         jobs.shutdown(drain_s=5)
     after = get(client, f"/tournaments/{tid}")
@@ -359,7 +359,7 @@ def test_stops_are_explained_in_words(client: TestClient, queue: Queue) -> None:
 
 def test_every_stop_reason_the_code_sets_has_words(client: TestClient, queue: Queue) -> None:
     submit(client)
-    ended = TournamentSummary(**store_of(client).cancel_tournament(create(client, queue)[0]))
+    ended = TournamentSummary(**store_of(client).cancel_tournament(create(client, queue)[0]).as_json())
     reasons = {r.value for r in StopReason} | {BUDGET, UNPRICED, STOPPED_FAILING}
     for reason in sorted(reasons):
         words = stop_reason(ended.model_copy(update={"stopped_reason": reason}), streak=10)

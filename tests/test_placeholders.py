@@ -56,7 +56,7 @@ def test_no_live_tournament_pairs_a_placeholder(db: Store, env: Settings, fake: 
 
     tid = start(db, env, judge=JUDGE, models=MODELS)
     view = work(env, db, tid)
-    assert (view["matches_total"], view["matches_done"]) == (6, 6)
+    assert (view.matches_total, view.matches_done) == (6, 6)
     assert fake.requests == 12
     assert not any(PLACEHOLDER_OUTPUT in str(call.messages) for call in fake.received)
 

@@ -18,6 +18,7 @@ from service.config import Settings
 from service.ops.scheduler import Scheduler
 from service.store import NewSubmission, Store
 from service.store.queue import JobQueue
+from service.store.tournament_rows import Tournament
 from service.usecases.rounds import advance
 from service.usecases.tournaments import hand_out
 from service.web.app import create_app
@@ -84,19 +85,19 @@ def post(client: TestClient, **body: object) -> int:
     return int(response.json()["id"])
 
 
-def play(env: Settings, store: Store, tid: int, *, race: bool, rounds: int = 40) -> tuple[dict, list[int]]:
+def play(env: Settings, store: Store, tid: int, *, race: bool, rounds: int = 40) -> tuple[Tournament, list[int]]:
     """Judge each round with a burst worker, then let two schedulers plan the next one: with
     `race`, both read the finished round before either plans; otherwise each ticks in turn.
     The final view and each round's size."""
     one, two = schedulers(env, store)
-    sizes = [store.get_tournament(tid)["matches_total"]]
+    sizes = [store.get_tournament(tid).matches_total]
     try:
         for _ in range(rounds):
             work(env, store, tid)
             if race:
                 due = [sch.store.rounds_due() for sch in (one, two)]
-                planned = [advance(sch.store, d["id"], d["spec"], d["rounds"])
-                           for sch, found in zip((one, two), due) for d in found if d["id"] == tid]
+                planned = [advance(sch.store, d.id, d.spec, d.rounds)
+                           for sch, found in zip((one, two), due) for d in found if d.id == tid]
                 assert sum(p is not None for p in planned) <= 1, "a round was planned twice"
                 for p in planned:
                     if p is not None:
@@ -105,9 +106,9 @@ def play(env: Settings, store: Store, tid: int, *, race: bool, rounds: int = 40)
                 now = time.time()
                 assert len(one.tick(now).rounds + two.tick(now).rounds) <= 1, "a round was planned twice"
             view = store.get_tournament(tid)
-            if view["status"] not in ("queued", "running"):
+            if view.status not in ("queued", "running"):
                 return view, sizes
-            sizes.append(view["matches_total"] - sum(sizes))
+            sizes.append(view.matches_total - sum(sizes))
     finally:
         two.store.close()
     raise AssertionError(f"tournament {tid} did not stop: {store.get_tournament(tid)}")
@@ -125,15 +126,15 @@ def test_adaptive_stops_at_its_target_with_fewer_judgements_than_round_robin(
                       json={"judge": JUDGE, "mode": "adaptive", "round_size": 20, "target_ci_width": 400.0})
     assert (dry.status_code, dry.json()["matches"], dry.json()["calls"]) == (200, 20, 40)  # the first round
     tid = post(client, mode="adaptive", round_size=20, target_ci_width=400.0)
-    assert db.get_tournament(tid)["matches_total"] == 20
+    assert db.get_tournament(tid).matches_total == 20
     view, sizes = play(env, db, tid, race=True)
-    assert (view["status"], view["stopped_reason"]) == ("done", "ci_width")
+    assert (view.status, view.stopped_reason) == ("done", "ci_width")
     made = db.judgements_made(tid)
-    assert made == view["matches_total"] == view["matches_done"]  # every match paid once
+    assert made == view.matches_total == view.matches_done  # every match paid once
     assert fake.requests - before == 2 * made  # order both: two calls per new judgement, nothing else
     assert made + len(cached_pairs) < ROUND_ROBIN
     assert not db.tournament_pairs(tid) & cached_pairs
-    assert all(0 < size <= 20 for size in sizes) and view["rounds"] == len(sizes) + 1
+    assert all(0 < size <= 20 for size in sizes) and view.rounds == len(sizes) + 1
     board = client.get(f"/api/leaderboard?tournament={tid}").json()
     order = [r["player"] for r in board["rows"]]
     assert "m0" in order[:2] and "m7" in order[-2:]  # the planted best and worst, near their places
@@ -145,7 +146,7 @@ def test_max_calls_caps_what_an_adaptive_run_spends(
     submit(db)
     tid = post(client, mode="adaptive", round_size=8, max_calls=30)
     view, sizes = play(env, db, tid, race=False)
-    assert (view["status"], view["stopped_reason"]) == ("done", "max_calls")
+    assert (view.status, view.stopped_reason) == ("done", "max_calls")
     assert fake.requests == 2 * db.judgements_made(tid) == 30
     assert sizes == [8, 7]  # the last round only as large as the calls left allow
 
@@ -157,7 +158,7 @@ def test_an_adaptive_run_with_nothing_left_to_judge_is_done_at_once(
     work(env, db, post(client, mode="round_robin"))
     tid = post(client, mode="adaptive")
     view = db.get_tournament(tid)
-    assert (view["status"], view["stopped_reason"], view["matches_total"]) == ("done", "exhausted", 0)
+    assert (view.status, view.stopped_reason, view.matches_total) == ("done", "exhausted", 0)
 
 
 @pytest.mark.parametrize(
@@ -188,8 +189,8 @@ def test_anchored_entrants_meet_three_anchors_held_at_their_ratings(
     work(env, db, post(client, mode="round_robin", models=anchors))
     before = {r["player"]: r["rating"] for r in client.get(f"/api/leaderboard?judge={JUDGE}").json()["rows"]}
     tid = post(client, mode="anchored", anchors=anchors)
-    spec = db.get_tournament(tid)["spec"]
-    assert spec["anchor_ratings"] == pytest.approx({a: before[a] for a in anchors})
+    spec = db.get_tournament(tid).spec
+    assert spec.anchor_ratings == pytest.approx({a: before[a] for a in anchors})
     by_id = {s.id: s.model for s in db.select_submissions()}
     met: dict[str, set[str]] = {}
     for a, b in db.tournament_pairs(tid):
@@ -197,11 +198,11 @@ def test_anchored_entrants_meet_three_anchors_held_at_their_ratings(
         assert anchor in anchors and entrant not in anchors
         met.setdefault(entrant, set()).add(anchor)
     assert {e: len(m) >= 3 for e, m in met.items()} == {e: True for e in ["m1", "m3", "m5", "m7"]}
-    assert work(env, db, tid)["status"] == "done"
+    assert work(env, db, tid).status == "done"
     rows = {r["player"]: r for r in client.get(f"/api/leaderboard?tournament={tid}").json()["rows"]}
-    assert {a: rows[a]["rating"] for a in anchors} == pytest.approx(spec["anchor_ratings"], abs=1e-9)
+    assert {a: rows[a]["rating"] for a in anchors} == pytest.approx(spec.anchor_ratings, abs=1e-9)
     free = {r["player"]: r["rating"] for r in client.get(f"/api/leaderboard?judge={JUDGE}").json()["rows"]}
-    assert free["m0"] != pytest.approx(spec["anchor_ratings"]["m0"], abs=1e-6)  # a free board moved
+    assert free["m0"] != pytest.approx(spec.anchor_ratings["m0"], abs=1e-6)  # a free board moved
     assert set(rows) == set(MODELS) and rows["m1"]["ci_low"] < rows["m1"]["rating"] < rows["m1"]["ci_high"]
     refused = client.get(f"/api/leaderboard?tournament={tid}&intervals=bootstrap")  # its intervals are the anchored fit's
     assert refused.status_code == 422 and "anchored" in refused.json()["error"]
@@ -222,7 +223,7 @@ def test_every_finished_scheduled_run_snapshots_the_board_once(
     assert one.tick(now).snapshots == [parent] and two.tick(now).snapshots == []
     db.add_submissions([NewSubmission(question_id="q0", question="Question 0?", model="m3", scenario="default",
                                       output="[m3] answer to 0")])
-    due = db.get_tournament(parent)["next_run_at"]
+    due = db.get_tournament(parent).next_run_at
     [run] = one.tick(due + 60).started
     work(env, db, run)
     assert two.tick(due + 120).snapshots == [run] and one.tick(due + 120).snapshots == []
@@ -246,7 +247,7 @@ def test_an_adaptive_run_whose_judge_keeps_failing_stops_instead_of_planning_rou
     submit(db)
     tid = post(client, mode="adaptive", round_size=4)
     view, sizes = play(env, db, tid, race=False)
-    assert (view["status"], view["stopped_reason"]) == ("failed", "failing")
-    assert len(sizes) == 2 and view["rounds"] == 2  # the streak of 6 ends it in its second round
-    assert view["matches_failed"] >= 6 and fake.requests <= 2 * view["matches_total"]
-    assert [d["id"] for d in db.rounds_due()] == []  # nothing left for a planner
+    assert (view.status, view.stopped_reason) == ("failed", "failing")
+    assert len(sizes) == 2 and view.rounds == 2  # the streak of 6 ends it in its second round
+    assert view.matches_failed >= 6 and fake.requests <= 2 * view.matches_total
+    assert [d.id for d in db.rounds_due()] == []  # nothing left for a planner

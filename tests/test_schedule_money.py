@@ -35,7 +35,7 @@ def next_run(client: TestClient, queue: Queue, api_settings: Settings, parent: i
     """The scheduler's tick at the parent's next due time: the run it started and its matches."""
     store = store_of(client)
     scheduler = Scheduler(store, app_state_of(client).queue, api_settings)
-    (run,) = scheduler.tick(store.get_tournament(parent)["next_run_at"]).started
+    (run,) = scheduler.tick(store.get_tournament(parent).next_run_at).started
     matches = [job.args[0] for job in queue.get_jobs()]
     queue.empty()  # the store calls play the worker
     return run, matches

@@ -40,9 +40,9 @@ def test_a_due_run_starts_once_with_two_schedulers(store: Store, redis_url: str,
     started = one.tick(later).started + two.tick(later).started
     assert len(started) == 1
     run = store.get_tournament(started[0])
-    assert run["parent_id"] == parent.id and run["matches_total"] == 3
-    assert store.get_tournament(parent.id)["next_run_at"] == next_due("0 3 * * *", later)
-    assert store.get_tournament(parent.id)["runs"] == started
+    assert run.parent_id == parent.id and run.matches_total == 3
+    assert store.get_tournament(parent.id).next_run_at == next_due("0 3 * * *", later)
+    assert store.get_tournament(parent.id).runs == tuple(started)
     # a scheduler that was down for three days starts one run, not three
     assert len(one.tick(later + 3 * 86400).started) == 1
     two.store.close()
@@ -54,7 +54,7 @@ def test_lost_jobs_are_handed_out_again(store: Store, redis_url: str, tmp_path: 
     run = launch(store, sch.queue, "t", SPEC)
     queue = Queue(sch.settings.queue_name, connection=Redis.from_url(redis_url))
     assert queue.count == 1
-    now = store.get_tournament(run.id)["created_at"]
+    now = store.get_tournament(run.id).created_at
     assert sch.sweep(now + 10_000) == []  # its job is still waiting: nothing to do
     Redis.from_url(redis_url).flushall()  # Redis restarted without its files
     assert sch.sweep(now + 10) == []  # not yet past the timeout
@@ -68,7 +68,7 @@ def test_matches_created_while_redis_was_down_are_not_lost(store: Store, redis_u
     dead = JobQueue(Redis.from_url("redis://127.0.0.1:1/0"), sch.settings.queue_name, 60)
     run = launch(store, dead, "t", SPEC)
     assert not run.queued and run.matches_total == 3
-    created = store.get_tournament(run.id)["created_at"]
+    created = store.get_tournament(run.id).created_at
     assert len(sch.sweep(created + 60)) == 3
     assert Queue(sch.settings.queue_name, connection=Redis.from_url(redis_url)).count == 3
 
@@ -87,7 +87,7 @@ def test_jobs_a_killed_worker_or_a_dead_rq_scheduler_left_behind_count_as_lost(
     sch = scheduler(store, redis_url, tmp_path)
     redis = Redis.from_url(redis_url)
     run = launch(store, sch.queue, "t", SPEC)
-    now = store.get_tournament(run.id)["created_at"] + 10_000  # every match past the timeout
+    now = store.get_tournament(run.id).created_at + 10_000  # every match past the timeout
     queue = sch.queue.queue
     started, stuck, overdue = queue.get_jobs()
     # a worker took `started` and was killed while handing it over, an hour ago

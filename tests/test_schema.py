@@ -99,7 +99,7 @@ def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
         assert "ix_judgements_match" in {row[1] for row in conn.execute("pragma index_list(judgements)")}
     old = store.get_judgement(1)
     assert (old.cost_usd, old.analysis, old.match_id) == (0.25, None, None)  # kept as it was
-    assert store.get_tournament(1)["stopped_reason"] is None
+    assert store.get_tournament(1).stopped_reason is None
     assert len(store.side_rows()) == 1
     jid, created = store.save_judgement(NewJudgement("k2", "openai/local", "overall", "v", 1, 2, content_hash("x"),
                                                      Winner.TIE, True, [], cost_usd=None, match_id=3))
@@ -127,7 +127,7 @@ def test_a_version_3_database_is_upgraded(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert "rounds" in {row[1] for row in conn.execute("pragma table_info(tournaments)")}
         assert "board_snapshots" in {row[0] for row in conn.execute("select name from sqlite_master")}
-    assert store.get_tournament(1)["rounds"] == 0  # old tournaments planned no adaptive round
+    assert store.get_tournament(1).rounds == 0  # old tournaments planned no adaptive round
     assert store.save_snapshots(1, 1, {"model": [{"player": "m1", "rating": 1000.0}]})
     assert not store.save_snapshots(1, 1, {"model": []})  # once per run and level
     assert store.snapshots(1, "model") == [{"run": 1, "time": store.snapshots(1, "model")[0]["time"],
@@ -152,10 +152,10 @@ def test_a_version_4_database_is_upgraded(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("select id, failed_cost_usd from matches order by id").fetchall() == [
             (1, None), (2, None), (3, None)]  # nothing was metered before
-    assert [store.get_tournament(t)["spent_usd"] for t in (1, 2)] == [0.25, 0.0]  # as before the upgrade
+    assert [store.get_tournament(t).spent_usd for t in (1, 2)] == [0.25, 0.0]  # as before the upgrade
     store.charge_match(3, 0.5)
     store.charge_match(3, 0.25)
-    assert [t["spent_usd"] for t in store.list_tournaments()] == [0.75, 0.25]  # newest first
+    assert [t.spent_usd for t in store.list_tournaments()] == [0.75, 0.25]  # newest first
     assert store.tournament_spend(2) == 0.75
     store.close()
     again = Store(f"sqlite:///{path}")  # opening again changes nothing
@@ -175,8 +175,8 @@ def test_a_version_5_database_is_upgraded(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         columns = {row[1] for row in conn.execute("pragma table_info(tournaments)")}
     assert {"failure_streak", "retried", "delivery"} <= columns
-    assert [store.get_tournament(t)["retried"] for t in (1, 2)] == [0, 0]  # nothing was retried before
-    assert [store.get_tournament(t)["delivery"] for t in (1, 2)] == ["live", "live"]  # every run was live
+    assert [store.get_tournament(t).retried for t in (1, 2)] == [0, 0]  # nothing was retried before
+    assert [store.get_tournament(t).delivery for t in (1, 2)] == ["live", "live"]  # every run was live
     store.close()
     Store(f"sqlite:///{path}").close()  # opening again changes nothing
 
@@ -241,9 +241,9 @@ def check_version_6_upgrade(store: Store) -> None:
     assert store.judged_pairs("anthropic/x", "overall", PAIRWISE_TEMPLATE_VERSION) == set()
     assert store.judged_pairs("anthropic/x", "overall", PAIRWISE_TEMPLATE_VERSION,
                               (OrderPolicy.BOTH, OrderPolicy.SINGLE)) == {(3, 4)}
-    assert [due["id"] for due in store.rounds_due()] == [3]  # found by its mode column
+    assert [due.id for due in store.rounds_due()] == [3]  # found by its mode column
     assert store.calls_made(3, 1) == 0  # nothing was counted before: no failed call is invented
-    assert store.get_tournament(4)["spec"] == {"criteria": "overall", "judge": "import/f", "mode": "import",
+    assert store.get_tournament(4).spec.as_dict() == {"criteria": "overall", "judge": "import/f", "mode": "import",
                                                "source": "f.csv"}
 
 

@@ -7,6 +7,7 @@ from leaderboard.keys import content_hash
 from leaderboard.spec import RunSpec
 from leaderboard.types import Pair, Winner
 from service.store import Conflict, NewJudgement, NewSubmission, NotFound, Store
+from service.store.tournament_rows import StaleMatch
 
 
 def sub(qid: str, model: str, output: str, scenario: str = "default", question: str = "Q?") -> NewSubmission:
@@ -50,18 +51,18 @@ def test_tournament_lifecycle_and_counts(store: Store) -> None:
     (a, _), (b, _), (c, _) = store.add_submissions([sub("q1", "m1", "a"), sub("q1", "m2", "b"), sub("q1", "m3", "c")])
     tid = store.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b), Pair(a, c), Pair(b, c)])
     matches = store.pending_matches(tid)
-    assert store.get_tournament(tid)["status"] == "queued"
+    assert store.get_tournament(tid).status == "queued"
     assert store.start_match(matches[0])
-    assert store.get_tournament(tid)["status"] == "running"
+    assert store.get_tournament(tid).status == "running"
     jid = judgement(store, a, b, "k1")
     assert store.resolve_match(matches[0], jid, Winner.A, True)
     assert not store.resolve_match(matches[0], jid, Winner.A, True)  # resolved once
     store.fail_match(matches[1], "boom", final=True)
     view = store.get_tournament(tid)
-    assert (view["matches_total"], view["matches_done"], view["matches_failed"]) == (3, 1, 1)
-    assert view["status"] == "running"
+    assert (view.matches_total, view.matches_done, view.matches_failed) == (3, 1, 1)
+    assert view.status == "running"
     store.cancel_tournament(tid)
-    assert store.get_tournament(tid)["status"] == "cancelled"
+    assert store.get_tournament(tid).status == "cancelled"
     assert not store.start_match(matches[2])
 
 
@@ -70,11 +71,11 @@ def test_tournament_finishes_when_no_match_is_active(store: Store) -> None:
     tid = store.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     (m,) = store.pending_matches(tid)
     store.fail_match(m, "transient", final=False)
-    assert store.get_tournament(tid)["status"] == "queued"
+    assert store.get_tournament(tid).status == "queued"
     store.fail_match(m, "parse", final=True)
-    assert store.get_tournament(tid)["status"] == "failed"
+    assert store.get_tournament(tid).status == "failed"
     assert store.create_tournament("empty", RunSpec(judge="anthropic/x"), [])
-    assert store.list_tournaments()[0]["status"] == "done"
+    assert store.list_tournaments()[0].status == "done"
 
 
 def test_judgement_is_stored_once_per_key(store: Store) -> None:
@@ -106,10 +107,10 @@ def test_stale_matches_and_unknown_ids(store: Store) -> None:
     tid = st.create_tournament("t", RunSpec(judge="anthropic/x"), [Pair(a, b)])
     (m,) = st.pending_matches(tid)
     assert st.stale_matches(1010.0, 300) == []  # within the grace period
-    assert [x["id"] for x in st.stale_matches(1100.0, 300)] == [m]
+    assert [x.id for x in st.stale_matches(1100.0, 300)] == [m]
     st.mark_queued({m: "job-1"})
     assert st.stale_matches(1200.0, 300) == []
-    assert st.stale_matches(1400.0, 300) == [{"id": m, "status": "queued", "job_id": "job-1"}]
+    assert st.stale_matches(1400.0, 300) == [StaleMatch(id=m, status="queued", job_id="job-1")]
     with pytest.raises(NotFound):
         st.get_tournament(999)
     with pytest.raises(NotFound):

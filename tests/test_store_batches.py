@@ -15,6 +15,7 @@ from service.store import (
     RequestStatus,
     Store,
 )
+from service.store.tournament_rows import RequestTally
 
 SPEC = RunSpec(judge="anthropic/m", delivery="batch")
 
@@ -42,7 +43,7 @@ def test_twins_share_one_request_and_a_match_is_ready_once_its_requests_ended(st
     assert store.wait_on_requests(m1, [need("x", 0.5, tid), need("y", 0.5, tid)]) == {"x", "y"}
     assert store.wait_on_requests(m2, [need("x", 0.5, tid)]) == frozenset()  # a twin: stored already
     assert store.ready_batch_matches() == [m3]
-    assert store.get_tournament(tid)["status"] == "running"
+    assert store.get_tournament(tid).status == "running"
     assert [r.custom_id for r in store.pending_requests()] == ["x", "y"]
     opened = store.open_batch("m", ["x", "y"])
     assert opened is not None and [r.custom_id for r in opened.requests] == ["x", "y"]
@@ -56,8 +57,8 @@ def test_twins_share_one_request_and_a_match_is_ready_once_its_requests_ended(st
     assert found is not None and (found.status, found.text, found.input_tokens) == (RequestStatus.SUCCEEDED,
                                                                                      '{"winner": "A"}', 10)
     view = store.get_tournament(tid)
-    assert view["requests"] == {"pending": 0, "submitted": 1, "done": 1, "failed": 0}
-    assert [(b["id"], b["status"], b["requests"]) for b in view["batches"]] == [("msgbatch_1", "in_progress", 2)]
+    assert view.requests == RequestTally(pending=0, submitted=1, done=1, failed=0)
+    assert [(b.id, b.status, b.requests) for b in view.batches] == [("msgbatch_1", "in_progress", 2)]
 
 
 def test_a_request_is_submitted_once_and_answered_once(store: Store) -> None:

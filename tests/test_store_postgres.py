@@ -38,6 +38,7 @@ from service.store import (
 from service.store import schema as s
 from service.store.imports import BatchConflict, ImportedJudgement, NewScore
 from service.store.schema import SCHEMA_VERSION
+from service.store.tournament_rows import StaleMatch
 from tests.test_schema import V4
 
 JUDGE = "anthropic/x"
@@ -89,7 +90,7 @@ def test_resolve_stamps_seq_and_counts_a_judgement_once(store: Store) -> None:
     two = store.create_tournament("two", RunSpec(judge=JUDGE), [Pair(b, a)])
     (m1, m2), (m3,) = store.pending_matches(one), store.pending_matches(two)
     assert store.revision() == 0 and store.side_rows_since(0) == ([], 0)
-    assert store.start_match(m1) and store.get_tournament(one)["status"] == "running"
+    assert store.start_match(m1) and store.get_tournament(one).status == "running"
     jab, created = store.save_judgement(new_judgement(a, b, "k-ab", "a", consistent=False, match_id=m1))
     assert created and store.save_judgement(new_judgement(a, b, "k-ab", "a", Winner.B)) == (jab, False)
     assert store.resolve_match(m1, jab, Winner.TIE, False)
@@ -112,7 +113,7 @@ def test_resolve_stamps_seq_and_counts_a_judgement_once(store: Store) -> None:
     assert store.side_rows() == rows and len(store.side_rows(tournament_id=two)) == 1
     assert store.side_rows(after_seq=1) == rows[1:]
     view = store.get_tournament(one)
-    assert (view["status"], view["matches_done"], view["spent_usd"]) == ("done", 2, 0.5)  # NULL cost adds nothing
+    assert (view.status, view.matches_done, view.spent_usd) == ("done", 2, 0.5)  # NULL cost adds nothing
     judged = store.tournament_judgements(one)
     assert [(x["a"], x["b"], x["outcome"], x["consistent"]) for x in judged] == [(a, b, "TIE", False),
                                                                                 (a, c, "B", True)]
@@ -160,22 +161,22 @@ def test_failed_and_lost_matches(store: Store) -> None:
     try:
         tid = clocked.create_tournament("t", RunSpec(judge=JUDGE), [Pair(a, b), Pair(a, c), Pair(b, c)])
         m1, m2, m3 = clocked.pending_matches(tid)
-        assert [x["id"] for x in clocked.stale_matches(1100.0, 300)] == [m1, m2, m3]  # never handed out
+        assert [x.id for x in clocked.stale_matches(1100.0, 300)] == [m1, m2, m3]  # never handed out
         clocked.mark_queued({m1: "job-1", m2: "job-2", m3: "job-3"})
         now[0] = 1200.0
         assert clocked.start_match(m1)
         clocked.fail_match(m2, "VerdictParseError: no verdict", final=True)
         clocked.fail_match(m3, "529 overloaded", final=False)  # back to queued, enqueued again at 1200
         assert clocked.stale_matches(1300.0, 300) == []
-        assert clocked.stale_matches(1501.0, 300) == [{"id": m1, "status": "running", "job_id": "job-1"},
-                                                      {"id": m3, "status": "queued", "job_id": "job-3"}]
+        assert clocked.stale_matches(1501.0, 300) == [StaleMatch(id=m1, status="running", job_id="job-1"),
+                                                      StaleMatch(id=m3, status="queued", job_id="job-3")]
         clocked.charge_match(m2, 0.25)
         clocked.charge_match(m2, 0.5)
         assert clocked.tournament_spend(tid) == 0.75
         assert clocked.parse_failures() == {JUDGE: 1}
         assert clocked.stop_tournament(tid, "budget") and not clocked.stop_tournament(tid, "budget")
         view = clocked.get_tournament(tid)
-        assert (view["status"], view["stopped_reason"], view["matches_cancelled"]) == ("cancelled", "budget", 2)
+        assert (view.status, view.stopped_reason, view.matches_cancelled) == ("cancelled", "budget", 2)
         assert not clocked.start_match(m1)
     finally:
         clocked.close()
@@ -186,26 +187,26 @@ def test_schedules_rounds_and_snapshots_are_claimed_once(store: Store) -> None:
     other = Store(store.url)  # a second scheduler
     try:
         tid = store.create_tournament("nightly", RunSpec(judge=JUDGE), [], schedule="0 3 * * *", next_run_at=100.5)
-        assert [d["id"] for d in other.due_schedules(100.5)] == [tid] and store.due_schedules(100.4) == []
+        assert [d.id for d in other.due_schedules(100.5)] == [tid] and store.due_schedules(100.4) == []
         assert store.claim_schedule(tid, 100.5, 186_500.25)
         assert not other.claim_schedule(tid, 100.5, 186_500.25)
-        assert other.get_tournament(tid)["next_run_at"] == 186_500.25
+        assert other.get_tournament(tid).next_run_at == 186_500.25
         run = store.create_tournament("adaptive", RunSpec(judge=JUDGE, mode="adaptive"), [Pair(a, b)], rounds=1)
         assert store.rounds_due() == []
         (m,) = store.pending_matches(run)
         store.resolve_match(m, store.save_judgement(new_judgement(a, b, "k", "a", match_id=m))[0], Winner.A, True)
-        assert store.get_tournament(run)["status"] == "queued"  # an adaptive run waits for its planner
-        assert [d["rounds"] for d in store.rounds_due()] == [1]
+        assert store.get_tournament(run).status == "queued"  # an adaptive run waits for its planner
+        assert [d.rounds for d in store.rounds_due()] == [1]
         assert store.add_round(run, 1, [Pair(a, c)]) and not other.add_round(run, 1, [Pair(b, c)])
         assert store.tournament_pairs(run) == {(a, b), (a, c)} and store.judgements_made(run) == 1
         assert store.judged_pairs(JUDGE, "overall", "t") == {(a, b)}
         assert store.finish_rounds(run, 2, "separated") and not other.finish_rounds(run, 2, "exhausted")
-        assert store.get_tournament(run)["stopped_reason"] == "separated"
-        assert [x["run"] for x in store.runs_to_snapshot()] == [tid, run]  # a scheduled one and an adaptive one
+        assert store.get_tournament(run).stopped_reason == "separated"
+        assert [x.run for x in store.runs_to_snapshot()] == [tid, run]  # a scheduled one and an adaptive one
         assert store.save_snapshots(run, run, {"model": [{"player": "m1", "rating": 1010.5}]})
         assert not other.save_snapshots(run, run, {"model": []})
         assert [x["rows"] for x in store.snapshots(run, "model")] == [[{"player": "m1", "rating": 1010.5}]]
-        assert [x["run"] for x in other.runs_to_snapshot()] == [tid]
+        assert [x.run for x in other.runs_to_snapshot()] == [tid]
     finally:
         other.close()
 
@@ -342,7 +343,7 @@ def test_an_old_postgres_database_is_upgraded(postgres_url: str, version: int) -
             stamped = conn.execute(select(s.matches.c.id, s.matches.c.seq, s.matches.c.counted,
                                           s.matches.c.failed_cost_usd).order_by(s.matches.c.id)).all()
         assert [tuple(r) for r in stamped] == [(1, 1, True, None), (2, 2, False, None), (3, None, False, None)]
-        assert len(store.side_rows()) == 1 and store.get_tournament(1)["rounds"] == 0
+        assert len(store.side_rows()) == 1 and store.get_tournament(1).rounds == 0
         jid, created = store.save_judgement(new_judgement(1, 2, "new", "x", cost=None, match_id=3))
         assert created and jid == 2 and store.get_judgement(jid).cost_usd is None  # NULL allowed now
         assert store.resolve_match(3, jid, Winner.B, True) and store.revision() == 3
@@ -503,7 +504,7 @@ def test_a_run_stopped_while_a_worker_resolves_its_last_match_does_not_deadlock(
                     lambda: one.resolve_match(m, jid, Winner.A, True)) as (stopped, resolved):
             assert [stopped.result(), resolved.result()] == [True, False]  # no DeadlockDetected
         view = pg.get_tournament(tid)
-        assert (view["status"], view["stopped_reason"], view["matches_cancelled"]) == ("cancelled", "budget", 1)
+        assert (view.status, view.stopped_reason, view.matches_cancelled) == ("cancelled", "budget", 1)
         assert pg.revision() == 0
     finally:
         one.close()

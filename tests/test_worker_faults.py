@@ -64,12 +64,12 @@ def test_a_fifth_of_calls_failing_ends_every_match_judged_or_failed_with_its_rea
     # The fake logs a request once it has answered it: a "timeout" answers after its client gave
     # up (its match may be done since), so wait for the fake's last answers before counting.
     wait_for(lambda: fake.stats()["in_flight"] == 0, 30, "the fake to answer its last requests")
-    assert view["matches_done"] + view["matches_failed"] == matches and view["matches_pending"] == 0
+    assert view.matches_done + view.matches_failed == matches and view.matches_pending == 0
     faults = {kind: sum(r.fault == kind for r in fake.received) for kind in ("429", "529", "500", "timeout", "malformed")}
     assert all(n > 0 for n in faults.values()), faults  # every kind was met
-    assert view["matches_done"] >= matches * 0.9
+    assert view.matches_done >= matches * 0.9
     planted_winner_holds(db, tid)
-    assert len(db.tournament_judgements(tid)) == view["matches_done"]
+    assert len(db.tournament_judgements(tid)) == view.matches_done
     with db.engine.connect() as conn:
         errors = conn.execute(text("select last_error from matches where status = 'failed'")).scalars().all()
     assert all(e for e in errors)  # a failed match says why
@@ -138,11 +138,11 @@ def test_a_worker_killed_with_many_matches_in_flight_loses_nothing_and_pays_noth
         workers[0].send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         workers[0].wait()
-        wait_for(lambda: db.get_tournament(tid)["matches_pending"] == 0, 120, "the tournament to finish")
+        wait_for(lambda: db.get_tournament(tid).matches_pending == 0, 120, "the tournament to finish")
     finally:
         stop_workers(workers)
     view = db.get_tournament(tid)
-    assert (view["matches_done"], view["matches_failed"]) == (matches, 0)
+    assert (view.matches_done, view.matches_failed) == (matches, 0)
     judgements = db.tournament_judgements(tid)
     assert len({j["judgement_id"] for j in judgements}) == matches  # one judgement each
     planted_winner_holds(db, tid)
@@ -172,10 +172,10 @@ def test_every_worker_keeps_one_shared_rate_limit(
     extra = {**WORKER_ENV, "JOUST_JUDGE_RPM": "300" if limited else "0"}
     workers = start_workers(2, extra)
     try:
-        wait_for(lambda: db.get_tournament(tid)["matches_pending"] == 0, 120, "the tournament to finish")
+        wait_for(lambda: db.get_tournament(tid).matches_pending == 0, 120, "the tournament to finish")
     finally:
         stop_workers(workers)
-    assert db.get_tournament(tid)["matches_done"] == matches
+    assert db.get_tournament(tid).matches_done == matches
     refused = sum(r.status == 429 for r in fake.received)
     if limited:
         # Calls leave at their reserved times; a process stalled for a second (a loaded machine)
@@ -206,9 +206,9 @@ def test_a_provider_slower_than_the_claims_ttl_never_lets_a_twin_pay(
     first, second = start(db, env), start(db, env)
     workers = start_workers(2, {**WORKER_ENV, "JOUST_LEASE_TTL": "1.5"})
     try:
-        wait_for(lambda: all(db.get_tournament(t)["matches_pending"] == 0 for t in (first, second)), 120,
+        wait_for(lambda: all(db.get_tournament(t).matches_pending == 0 for t in (first, second)), 120,
                  "both tournaments to finish")
     finally:
         stop_workers(workers)
-    assert [db.get_tournament(t)["matches_done"] for t in (first, second)] == [matches, matches]
+    assert [db.get_tournament(t).matches_done for t in (first, second)] == [matches, matches]
     assert fake.replies == fake.requests == 2 * matches  # each pair paid once, across both

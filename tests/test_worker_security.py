@@ -44,7 +44,7 @@ def test_jobs_that_are_not_joust_s_are_refused_and_never_run(
     submit(db, questions=1)
     tid = start(db, env)  # joust's own jobs, on the same queue, after the outsiders'
     view = work(env, db, tid)
-    assert view["matches_done"] == 3  # the worker refused the outsiders and went on judging
+    assert view.matches_done == 3  # the worker refused the outsiders and went on judging
     assert not any((tmp_path / name).exists() for name in ("pickle-ran", "json-ran", "posing-ran"))
     failed = FailedJobRegistry(env.queue_name, connection=redis, serializer=JSONSerializer)
     assert {by_pickle.id, by_name.id, posing.id} <= set(failed.get_job_ids())

@@ -22,6 +22,7 @@ from leaderboard.spec import RunSpec
 from service.config import Settings
 from service.store import NewSubmission, Store
 from service.store.queue import JobQueue, job_queue
+from service.store.tournament_rows import Tournament
 from service.usecases.tournaments import launch
 from tests.fake_anthropic import FakeAnthropic, prefer
 from workers import jobs
@@ -173,9 +174,9 @@ def work_until(settings: Settings, done: Callable[[], bool], timeout_s: float = 
     raise AssertionError(failure())
 
 
-def work(settings: Settings, store: Store, tid: int, timeout_s: float = 90.0) -> dict:
+def work(settings: Settings, store: Store, tid: int, timeout_s: float = 90.0) -> Tournament:
     """Run burst workers until the tournament has no active match (bounded); its view."""
-    work_until(settings, lambda: store.get_tournament(tid)["matches_pending"] == 0, timeout_s,
+    work_until(settings, lambda: store.get_tournament(tid).matches_pending == 0, timeout_s,
                lambda: f"tournament {tid} did not finish: {store.get_tournament(tid)}; engine: {engine_state()}")
     return store.get_tournament(tid)
 

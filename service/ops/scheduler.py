@@ -55,21 +55,21 @@ class Scheduler:
         enqueue the batch driver if it is due."""
         report = TickReport()
         for due in self.store.due_schedules(now):
-            following = next_due(due["schedule"], now)
-            if not self.store.claim_schedule(due["id"], due["next_run_at"], following):
+            following = next_due(due.schedule, now)
+            if not self.store.claim_schedule(due.id, due.next_run_at, following):
                 continue  # another scheduler took it
-            stamp = datetime.fromtimestamp(due["next_run_at"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            stamp = datetime.fromtimestamp(due.next_run_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             run = launch(
-                self.store, self.queue, f"{due['name']} @ {stamp}", due["spec"].with_(rerun=True), parent_id=due["id"]
+                self.store, self.queue, f"{due.name} @ {stamp}", due.spec.with_(rerun=True), parent_id=due.id
             )
-            log.info("started run %d of tournament %d (%d matches)", run.id, due["id"], run.matches_total)
+            log.info("started run %d of tournament %d (%d matches)", run.id, due.id, run.matches_total)
             report.started.append(run.id)
-        for due in self.store.rounds_due():
-            new = advance(self.store, due["id"], due["spec"], due["rounds"])
+        for round_due in self.store.rounds_due():
+            new = advance(self.store, round_due.id, round_due.spec, round_due.rounds)
             if new is not None:
-                if not due["spec"].batch:  # a batch run's round waits for the batch driver
+                if not round_due.spec.batch:  # a batch run's round waits for the batch driver
                     hand_out(self.store, self.queue, new)
-                report.rounds.append(due["id"])
+                report.rounds.append(round_due.id)
         report.snapshots = take_snapshots(self.store)
         report.rehanded = self.sweep(now)
         if self.store.batch_work_left():
@@ -79,9 +79,9 @@ class Scheduler:
     def sweep(self, now: float) -> list[int]:
         """Re-enqueue matches that sat too long without a live job."""
         lost = [
-            m["id"]
+            m.id
             for m in self.store.stale_matches(now, self.settings.match_timeout_s)
-            if m["status"] != "queued" or not self.queue.is_waiting(m["job_id"], now)
+            if m.status != "queued" or not self.queue.is_waiting(m.job_id, now)
         ]
         if lost and hand_out(self.store, self.queue, lost):
             log.warning("re-enqueued %d matches whose job was lost", len(lost))

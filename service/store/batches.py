@@ -25,6 +25,7 @@ from leaderboard.types import BatchStatus, Delivery, RequestStatus, TournamentSt
 
 from . import schema as s
 from .base import ACTIVE, Database
+from .tournament_rows import BatchCounts, BatchProgress, ProviderBatch, RequestTally
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
 RUN_ACTIVE = (TournamentStatus.QUEUED, TournamentStatus.RUNNING)
@@ -51,21 +52,6 @@ class OpenedBatch:
     id: int
     model: str
     requests: tuple[Outgoing, ...]
-
-
-@dataclass(frozen=True)
-class BatchCounts:
-    """The provider's request counts of a batch."""
-
-    processing: int = 0
-    succeeded: int = 0
-    errored: int = 0
-    canceled: int = 0
-    expired: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.processing + self.succeeded + self.errored + self.canceled + self.expired
 
 
 @dataclass(frozen=True)
@@ -271,11 +257,10 @@ class Batches(Database):
         return out
 
 
-def batch_progress(conn: Connection, tournament_id: int) -> dict:
-    """{"batches": [...], "batches_pending": n, "requests": {pending, submitted, done, failed}} of
-    one run: the batches that held any request its matches waited on, oldest first, and how many
-    of them the provider has not ended (being created, in progress or being cancelled): what a
-    batch run waits on, shown instead of a call rate (its verdicts land when a batch ends)."""
+def batch_progress(conn: Connection, tournament_id: int) -> BatchProgress:
+    """One run's batches that held any request its matches waited on, oldest first, and how many
+    of them the provider has not ended (being created, in progress or being cancelled), and its
+    requests by state: what a batch run waits on, shown instead of a call rate (its verdicts land when a batch ends)."""
     w, m, r, b, bm = s.match_waits, s.matches, s.batch_requests, s.batches, s.batch_members
     asked = select(w.c.custom_id).join(m, m.c.id == w.c.match_id).where(m.c.tournament_id == tournament_id)
     counts = dict(conn.execute(
@@ -283,16 +268,16 @@ def batch_progress(conn: Connection, tournament_id: int) -> dict:
     ).all())
     held = select(bm.c.batch_id).where(bm.c.custom_id.in_(asked))
     rows = conn.execute(select(b).where(b.c.id.in_(held)).order_by(b.c.id)).all()
-    return {
-        "batches": [{"id": row.provider_id, "status": row.status, "model": row.model, "requests": row.request_count,
-                     "request_counts": asdict(_counts(row.counts)), "created_at": row.created_at,
-                     "ended_at": row.ended_at} for row in rows],
-        "batches_pending": sum(row.status in PENDING_BATCH for row in rows),
-        "requests": {"pending": counts.get(RequestStatus.PENDING.value, 0),
-                     "submitted": counts.get(RequestStatus.SUBMITTED.value, 0),
-                     "done": counts.get(RequestStatus.SUCCEEDED.value, 0),
-                     "failed": sum(counts.get(st, 0) for st in GIVEN_UP)},
-    }
+    return BatchProgress(
+        batches=tuple(ProviderBatch(id=row.provider_id, status=row.status, model=row.model, requests=row.request_count,
+                                    request_counts=_counts(row.counts), created_at=row.created_at,
+                                    ended_at=row.ended_at) for row in rows),
+        batches_pending=sum(row.status in PENDING_BATCH for row in rows),
+        requests=RequestTally(pending=counts.get(RequestStatus.PENDING.value, 0),
+                              submitted=counts.get(RequestStatus.SUBMITTED.value, 0),
+                              done=counts.get(RequestStatus.SUCCEEDED.value, 0),
+                              failed=sum(counts.get(st, 0) for st in GIVEN_UP)),
+    )
 
 
 def _retry(conn: Connection, row: Any, status: RequestStatus, error: str, give_up_after: int,

@@ -17,6 +17,7 @@ from leaderboard.types import MatchStatus, Mode, OrderPolicy, Pair, TournamentSt
 
 from . import schema as s
 from .base import ACTIVE, Database
+from .tournament_rows import DueRound, SnapshotDue
 
 SubmissionPair = tuple[int, int]
 
@@ -24,9 +25,8 @@ SubmissionPair = tuple[int, int]
 class Rounds(Database):
     """Adaptive rounds (plan, claim, finish) and board snapshots of scheduled runs."""
 
-    def rounds_due(self) -> list[dict]:
-        """Adaptive tournaments still queued or running with no active match: a round is over.
-        {"id", "spec" (a RunSpec), "rounds"}."""
+    def rounds_due(self) -> list[DueRound]:
+        """Adaptive tournaments still queued or running with no active match: a round is over."""
         t, m = s.tournaments, s.matches
         active = select(m.c.id).where(m.c.tournament_id == t.c.id, m.c.status.in_(ACTIVE)).exists()
         with self._read() as conn:
@@ -35,7 +35,7 @@ class Rounds(Database):
                 .where(t.c.mode == Mode.ADAPTIVE.value, t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)), ~active)
                 .order_by(t.c.id)
             ).all()
-        return [{"id": r.id, "spec": RunSpec.from_json(r.spec), "rounds": r.rounds} for r in rows]
+        return [DueRound(id=r.id, spec=RunSpec.from_json(r.spec), rounds=r.rounds) for r in rows]
 
     def add_round(self, tournament_id: int, expected_rounds: int, pairs: Sequence[Pair]) -> bool:
         """Claim the next round (rounds: expected → expected + 1) and add its pending matches,
@@ -120,9 +120,9 @@ class Rounds(Database):
 
     # ---- board history ----------------------------------------------------------------
 
-    def runs_to_snapshot(self) -> list[dict]:
+    def runs_to_snapshot(self) -> list[SnapshotDue]:
         """Finished runs (done or cancelled) of scheduled tournaments, and finished adaptive
-        runs, with no snapshot yet: {"run", "tournament", "judge", "finished_at"}."""
+        runs, with no snapshot yet."""
         t, b = s.tournaments, s.board_snapshots
         parent = t.alias("parent")
         taken = select(b.c.id).where(b.c.run_id == t.c.id).exists()
@@ -134,11 +134,8 @@ class Rounds(Database):
                        or_(t.c.schedule.is_not(None), parent.c.schedule.is_not(None), t.c.mode == Mode.ADAPTIVE.value))
                 .order_by(t.c.id)
             ).all()
-        return [
-            {"run": r.id, "tournament": r.parent_id or r.id, "judge": RunSpec.from_json(r.spec).judge,
-             "finished_at": r.finished_at}
-            for r in rows
-        ]
+        return [SnapshotDue(run=r.id, tournament=r.parent_id or r.id, judge=RunSpec.from_json(r.spec).judge,
+                            finished_at=r.finished_at) for r in rows]
 
     def save_snapshots(self, tournament_id: int, run_id: int, boards: dict[str, list[dict]]) -> bool:
         """Store a run's boards (level → rows) once; False when another scheduler already did."""

@@ -16,6 +16,7 @@ from .api_keys import WRITER
 from .base import ACTIVE, Database, NotFound, RetryRefused, stop_run
 from .batches import batch_progress
 from .spend import own_spend, runs_spend, runs_under
+from .tournament_rows import CancelledTournament, DueSchedule, StaleMatch, Stopped, Tournament, TournamentRow
 
 CHUNK = 500  # keys per IN (...) clause: well under every backend's bound-parameter limit
 
@@ -82,7 +83,7 @@ class Tournaments(Database):
             )
         return tid
 
-    def get_tournament(self, tournament_id: int) -> dict:
+    def get_tournament(self, tournament_id: int) -> Tournament:
         """A tournament with its match counts (and, for batch delivery, its batches and
         requests); raises NotFound."""
         t = s.tournaments
@@ -96,8 +97,9 @@ class Tournaments(Database):
             ).scalars().all()
             spent = own_spend(conn, [tournament_id]).get(tournament_id, 0.0)
             below = runs_spend(conn, [tournament_id])[tournament_id]
-            batches = batch_progress(conn, tournament_id)
-        return _tournament_view(row, counts, list(runs), spent, below, batches)
+            progress = batch_progress(conn, tournament_id)
+        return Tournament(**_row_fields(row, counts, spent, below), runs=tuple(runs), batches=progress.batches,
+                          batches_pending=progress.batches_pending, requests=progress.requests)
 
     def tournament_spec(self, tournament_id: int) -> RunSpec:
         """A tournament's spec; raises NotFound."""
@@ -108,7 +110,7 @@ class Tournaments(Database):
             raise NotFound(f"no tournament {tournament_id}")
         return RunSpec.from_json(spec)
 
-    def list_tournaments(self, *, limit: int = 100, offset: int = 0, top_level: bool = False) -> list[dict]:
+    def list_tournaments(self, *, limit: int = 100, offset: int = 0, top_level: bool = False) -> list[TournamentRow]:
         """Tournaments, newest first, with their counts (one grouped query for the page's
         counts and two for its spend, whatever its length, plus one per level of runs for what
         their runs spent). `top_level`: only those that are no run of another (a schedule's runs
@@ -123,9 +125,9 @@ class Tournaments(Database):
             counts = match_counts(conn, ids)
             spent = own_spend(conn, ids)
             below = runs_spend(conn, ids)
-        return [_tournament_view(r, counts[r.id], None, spent.get(r.id, 0.0), below[r.id]) for r in rows]
+        return [TournamentRow(**_row_fields(r, counts[r.id], spent.get(r.id, 0.0), below[r.id])) for r in rows]
 
-    def cancel_tournament(self, tournament_id: int) -> dict:
+    def cancel_tournament(self, tournament_id: int) -> CancelledTournament:
         """Cancel the matches not yet judged, stop a schedule from recurring, and cancel the runs
         under it still in flight (a schedule's current run, a panel's members); judgements made
         stay. The tournament as `get_tournament` shows it, with `stopped`: what this stopped
@@ -151,8 +153,8 @@ class Tournaments(Database):
             conn.execute(update(t).where(t.c.id == tournament_id).values(next_run_at=None))
             conn.execute(update(t).where(t.c.id.in_(ids), t.c.status.in_((TournamentStatus.QUEUED, TournamentStatus.RUNNING)))
                          .values(status=TournamentStatus.CANCELLED, finished_at=now))
-        stopped = {"schedule": row.next_run_at is not None, "runs": in_flight, "matches": int(matches)}
-        return {**self.get_tournament(tournament_id), "stopped": stopped}
+        stopped = Stopped(schedule=row.next_run_at is not None, runs=tuple(in_flight), matches=int(matches))
+        return CancelledTournament(self.get_tournament(tournament_id), stopped)
 
     def stop_tournament(self, tournament_id: int, reason: str) -> bool:
         """End a queued or running tournament early: its active matches are cancelled, its
@@ -250,9 +252,8 @@ class Tournaments(Database):
 
     # ---- the scheduler's side ---------------------------------------------------------
 
-    def due_schedules(self, now: float) -> list[dict]:
-        """Recurring tournaments whose next run is due: {"id", "name", "spec" (a RunSpec),
-        "schedule", "next_run_at"}."""
+    def due_schedules(self, now: float) -> list[DueSchedule]:
+        """Recurring tournaments whose next run is due, the earliest first."""
         t = s.tournaments
         with self._read() as conn:
             rows = conn.execute(
@@ -260,11 +261,8 @@ class Tournaments(Database):
                 .where(t.c.schedule.is_not(None), t.c.next_run_at.is_not(None), t.c.next_run_at <= now)
                 .order_by(t.c.next_run_at)
             ).all()
-        return [
-            {"id": r.id, "name": r.name, "spec": RunSpec.from_json(r.spec), "schedule": r.schedule,
-             "next_run_at": r.next_run_at}
-            for r in rows
-        ]
+        return [DueSchedule(id=r.id, name=r.name, spec=RunSpec.from_json(r.spec), schedule=r.schedule,
+                            next_run_at=r.next_run_at) for r in rows]
 
     def claim_schedule(self, tournament_id: int, expected_next: float, new_next: float) -> bool:
         """Move a schedule to its next due time if nobody else has: the one winner runs it."""
@@ -278,7 +276,7 @@ class Tournaments(Database):
                 ).rowcount
             )
 
-    def stale_matches(self, now: float, timeout_s: float, pending_grace_s: float = 30.0) -> list[dict]:
+    def stale_matches(self, now: float, timeout_s: float, pending_grace_s: float = 30.0) -> list[StaleMatch]:
         """Matches that may have lost their job: never handed out after `pending_grace_s`, or
         handed out longer ago than `timeout_s` and not finished.
 
@@ -301,7 +299,7 @@ class Tournaments(Database):
                 )
                 .order_by(m.c.id)
             ).all()
-        return [{"id": r.id, "status": r.status, "job_id": r.job_id} for r in rows]
+        return [StaleMatch(id=r.id, status=r.status, job_id=r.job_id) for r in rows]
 
 
 def match_counts(conn: Connection, tournament_ids: Sequence[int]) -> dict[int, dict[str, int]]:
@@ -323,40 +321,19 @@ def _created_by(conn: Connection, tournament_id: int) -> str | None:
     return conn.execute(select(s.tournaments.c.created_by).where(s.tournaments.c.id == tournament_id)).scalar()
 
 
-def _tournament_view(row: Any, counts: dict[str, int], runs: list[int] | None, spent: float,
-                     runs_spent: float, batches: dict | None = None) -> dict:
-    spec = RunSpec.from_json(row.spec)
-    view = {
-        "id": row.id,
-        "name": row.name,
-        "status": row.status,
-        "spec": spec.as_dict(),
-        "judge": spec.judge,
-        "mode": spec.mode.value,
-        "order": spec.order.value if spec.mode.live else None,  # an import asks no judge
+def _row_fields(row: Any, counts: dict[str, int], spent: float, runs_spent: float) -> dict[str, Any]:
+    """A `TournamentRow`'s fields from its stored row, its matches counted and its spend."""
+    return {
+        "id": row.id, "name": row.name, "status": row.status, "spec": RunSpec.from_json(row.spec),
         "matches_total": sum(counts.values()),
         "matches_done": counts.get("done", 0),
         "matches_failed": counts.get("failed", 0),
         "matches_cancelled": counts.get("cancelled", 0),
         "matches_pending": sum(counts.get(st, 0) for st in ACTIVE),
-        "budget": spec.budget,
         "spent_usd": spent,  # its own matches': what its budget caps
         "runs_spent_usd": runs_spent,  # the runs under it (a schedule's, a panel's members')
-        "total_spent_usd": spent + runs_spent,
-        "stopped_reason": row.stopped_reason,
-        "retried": row.retried,
-        "delivery": row.delivery,
-        "rounds": row.rounds,
-        "created_at": row.created_at,
-        "started_at": row.started_at,
-        "finished_at": row.finished_at,
-        "schedule": row.schedule,
-        "next_run_at": row.next_run_at,
-        "parent_id": row.parent_id,
-        "created_by": row.created_by,
+        "stopped_reason": row.stopped_reason, "retried": row.retried, "delivery": row.delivery,
+        "rounds": row.rounds, "created_at": row.created_at, "started_at": row.started_at,
+        "finished_at": row.finished_at, "schedule": row.schedule, "next_run_at": row.next_run_at,
+        "parent_id": row.parent_id, "created_by": row.created_by,
     }
-    if runs is not None:
-        view["runs"] = runs
-    if batches is not None:  # the provider's batches holding its requests, and those requests by state
-        view.update(batches)
-    return view

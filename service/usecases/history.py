@@ -36,8 +36,8 @@ def take_snapshots(store: Store) -> list[int]:
     """Snapshot every finished run that has none yet; the run ids this call stored."""
     taken = []
     for run in store.runs_to_snapshot():
-        boards = {level: board_rows(store, run["tournament"], level) for level in LEVELS}
-        if store.save_snapshots(run["tournament"], run["run"], boards):
-            log.info("snapshot of run %d of tournament %d", run["run"], run["tournament"])
-            taken.append(run["run"])
+        boards = {level: board_rows(store, run.tournament, level) for level in LEVELS}
+        if store.save_snapshots(run.tournament, run.run, boards):
+            log.info("snapshot of run %d of tournament %d", run.run, run.tournament)
+            taken.append(run.run)
     return taken

@@ -222,7 +222,7 @@ def _launch_panel(store: Store, queue: JobQueue, name: str, spec: RunSpec, *, sc
     # One transaction: a crash never leaves a panel with some of its members.
     tid = store.create_tournament(name, spec, pairs, schedule=schedule, next_run_at=next_run_at, parent_id=parent_id,
                                   runs=members)
-    runs = store.get_tournament(tid)["runs"]  # the members' runs, in the order made
+    runs = store.get_tournament(tid).runs  # the members' runs, in the order made
     queued = True
     for run in [*runs, tid]:
         queued = hand_out(store, queue, store.pending_matches(run)) and queued
@@ -237,7 +237,7 @@ def retry(store: Store, queue: JobQueue, tournament_id: int) -> int:
         ids = store.retry_failed(tournament_id)
     except RetryRefused as exc:
         raise UseCaseError("conflict", str(exc)) from exc
-    if store.get_tournament(tournament_id)["delivery"] == Delivery.LIVE.value:
+    if store.get_tournament(tournament_id).delivery == Delivery.LIVE.value:
         hand_out(store, queue, ids)  # a batch run's driver takes pending matches itself
     return len(ids)
 

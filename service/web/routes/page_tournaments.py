@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from leaderboard.types import Delivery, Level
 from service.store import NotFound, Store, TournamentName
+from service.store.tournament_rows import Tournament, TournamentRow
 from service.usecases.boards import BoardCache
 from service.web.api_views import TournamentOut, TournamentSummary
 from service.web.pages.board_view import board_view
@@ -52,8 +53,8 @@ PAGE_SIZE = 50  # tournaments a page of the list
 RUNS_LISTED = 10  # runs listed under each parent on the list (the rest on its own page)
 RUNS_SHOWN = 50  # runs shown with their progress on a tournament's page (older ones as links)
 BOARD_ROWS = 10  # players of the small board on a tournament's page
-LISTS: Counted[list[dict]] = Counted("tournament-lists")  # pages of the list, by (store, offset)
-SUMMARIES: Counted[dict] = Counted("tournament-summaries")  # tournaments with their counts, by (store, id)
+LISTS: Counted[list[TournamentRow]] = Counted("tournament-lists")  # pages of the list, by (store, offset)
+SUMMARIES: Counted[Tournament] = Counted("tournament-summaries")  # tournaments with their counts, by (store, id)
 
 
 def parse_offset(value: str | None) -> int:
@@ -79,7 +80,7 @@ def tournaments_page(request: Request, store: Annotated[Store, Depends(get_store
         return problem_page(request, mark, str(exc), 422)
     listed = LISTS.get(store, offset, mark.mark, lambda: counted_list(store, offset))
     found = listed.value
-    shown = [TournamentSummary(**row) for row in found[:PAGE_SIZE]]
+    shown = [TournamentSummary(**row.as_json()) for row in found[:PAGE_SIZE]]
     runs = store.runs_of([t.id for t in shown], newest=RUNS_LISTED)
     context = {
         "rows": [ListRow(t, runs.get(t.id)) for t in shown],
@@ -114,7 +115,7 @@ def tournament_page(
         return problem_page(request, mark, f"{exc}: the tournaments are listed at /tournaments", 404)
     failures = store.tournament_failures(tid)
     runs = store.runs_of([tid], newest=RUNS_SHOWN).get(tid)
-    t = TournamentOut(**summary.value)
+    t = TournamentOut(**summary.value.as_json())
     pace = Pace(PACE_WINDOW_S, store.judged_within(tid, PACE_WINDOW_S)) if t.status.value in UNFINISHED else None
     listed = {r.id for r in runs.newest} if runs else set()
     board = small_board(cache, tid, mark)
@@ -138,16 +139,16 @@ def tournament_page(
                   pending=board.pending or summary.mark != mark.mark)
 
 
-def counted_list(store: Store, offset: int) -> tuple[list[dict], int]:
+def counted_list(store: Store, offset: int) -> tuple[list[TournamentRow], int]:
     """A page of the list (one more row than shown: is there a next page?) and the matches it counted."""
     found = store.list_tournaments(limit=PAGE_SIZE + 1, offset=offset, top_level=True)
-    return found, sum(row["matches_total"] for row in found)
+    return found, sum(row.matches_total for row in found)
 
 
-def counted_tournament(store: Store, tournament_id: int) -> tuple[dict, int]:
+def counted_tournament(store: Store, tournament_id: int) -> tuple[Tournament, int]:
     """A tournament with its counts and spend (`Store.get_tournament`), and the matches it counted."""
     found = store.get_tournament(tournament_id)
-    return found, found["matches_total"]
+    return found, found.matches_total
 
 
 def small_board(cache: BoardCache, tournament_id: int, mark: Mark) -> SmallBoard:

@@ -79,7 +79,7 @@ def create_tournament(
         return DryRunOut(**asdict(estimate), seed=spec.seed)
     next_run_at = next_due(request.schedule, time.time()) if request.schedule else None
     run = tournaments.launch(store, queue, request.name, spec, schedule=request.schedule, next_run_at=next_run_at)
-    status = store.get_tournament(run.id)["status"]
+    status = store.get_tournament(run.id).status
     response.headers["Location"] = f"/api/tournaments/{run.id}"
     return TournamentCreated(id=run.id, status=status, matches_total=run.matches_total, queued=run.queued)
 
@@ -92,14 +92,14 @@ def list_tournaments(
 ) -> TournamentsOut:
     """Tournaments, newest first, with their match counts, a page at a time."""
     shown, following = page.cut(store.list_tournaments(limit=page.fetch, offset=page.offset), response)
-    return TournamentsOut(tournaments=[TournamentSummary(**row) for row in shown], next=following)
+    return TournamentsOut(tournaments=[TournamentSummary(**row.as_json()) for row in shown], next=following)
 
 
 @router.get("/{tournament_id}", response_model=TournamentOut, responses=error_responses(404, 422))
 def get_tournament(tournament_id: TournamentId, store: Annotated[Store, Depends(get_store)]) -> TournamentOut:
     """Status and progress: matches_total, matches_done, matches_failed, the runs a schedule
     started, budget, spent_usd and stopped_reason ("budget" when the budget stopped it)."""
-    return TournamentOut(**store.get_tournament(tournament_id))
+    return TournamentOut(**store.get_tournament(tournament_id).as_json())
 
 
 @router.post(
@@ -113,7 +113,7 @@ def cancel_tournament(tournament_id: TournamentId,
     """Cancel the matches not yet judged, stop the schedule and cancel the runs under it still
     in flight; judgements made stay. The tournament as it stands then, and `stopped`: what this
     stopped (the schedule, the runs, the matches)."""
-    return TournamentCancelled(**store.cancel_tournament(tournament_id))
+    return TournamentCancelled(**store.cancel_tournament(tournament_id).as_json())
 
 
 @router.post(
