@@ -135,7 +135,11 @@ def engine_state() -> str:
         return "no engine in this process"
 
     async def read() -> str:
-        lines = [f"in flight {sorted(found._running)}, deferred {sorted(found._again)}"]
+        lines = [f"in flight {sorted(found._running)}, deferred {sorted(found._again)}, "
+                 f"outcomes {dict(found.outcomes)}, database down: {found.database.down}"]
+        if found.queue is not None:
+            queue = found.queue
+            lines.append(f"queued {queue.get_job_ids()}, scheduled {queue.scheduled_job_registry.get_job_ids()}")
         for match_id, task in sorted(found._running.items()):
             lines.append(f"match {match_id} awaits: " + " -> ".join(awaiting(task.get_coro())))
         return "\n".join(lines)
