@@ -36,7 +36,7 @@ from .errors import (
     VerdictParseError,
 )
 from .gate import Gate, GatedJudge, overload_of
-from .judge import Answer, Send, ask_with_reminder
+from .judge import Answer, Judge, Send, ask_with_reminder
 from .prompts import fenced_pair
 from .ratelimit import Limits
 from .verdict import objects_in
@@ -105,7 +105,7 @@ async def ask_analysis(complete: Send, question: str, a: str, b: str) -> Answer[
     return await ask_with_reminder(complete, system, user, parse_analysis, REMINDER, what="analysis")
 
 
-def gated(rt: Engine, spec: str) -> object:
+def gated(rt: Engine, spec: str) -> Judge:
     """Judge `spec` behind the process's slot and the shared rate limit: an analysis belongs
     to no match, yet its calls count against the same limits as the matches'."""
     settings, deps = rt.settings, rt.deps
@@ -114,7 +114,7 @@ def gated(rt: Engine, spec: str) -> object:
                 slot=deps.slot(spec, limits.concurrency), limiter=deps.limiter,
                 limits=Limits(rpm=limits.rpm, tpm=limits.tpm), rng=deps.rng, stats=deps.stats,
                 breaker=deps.breaker, overload=overload_of(settings), retry_base_s=settings.call_backoff_s)
-    return GatedJudge(deps.judges.get(spec), gate)
+    return GatedJudge(deps.judges.get(spec), gate)  # type: ignore[return-value]
 
 
 def analyse_tie(judgement_id: int, attempt: int = 1) -> str:
