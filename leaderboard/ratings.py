@@ -47,6 +47,7 @@ from .fit import (
     half_widths,
 )
 from .fit import ConvergenceError as ConvergenceError  # re-exported
+from .sparse_fit import chosen, fit_sparse, pairs_of, sparse_variances
 from .widths import KeptWidths
 
 Battles = Iterable[BattleLike] | BattleTable | Columns | PairCounts
@@ -123,8 +124,16 @@ def bradley_terry(
     Newton step in natural-log units. Strength back from a rating: base**((r - mean)/scale).
     """
     players, points = _points(battles)
-    theta = fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter)
+    theta = _fit(points, ridge=ridge, tol=tol, max_iter=max_iter, start=None)
     return dict(zip(players, (mean + theta * elo_scale(base, scale)).tolist()))
+
+
+def _fit(points: np.ndarray, *, ridge: float, tol: float, max_iter: int, start: np.ndarray | None) -> np.ndarray:
+    """The players' log-strengths: the dense fit, or above `sparse_fit.SPARSE_ABOVE` players
+    (ridge > 0) the sparse one, the same optimum in O(pairs) per step instead of O(n²)."""
+    if chosen(len(points)) == "sparse" and ridge > 0:
+        return fit_sparse(pairs_of(points), ridge=ridge, tol=tol, max_iter=max_iter, start=start)
+    return fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter, start=start)
 
 
 def bradley_terry_intervals(
@@ -143,7 +152,9 @@ def bradley_terry_intervals(
 ) -> dict[str, tuple[float, float, float]]:
     """(rating, low, high) per player: Bradley-Terry with closed-form normal intervals.
 
-    One fit and one n×n inverse, cheap enough for every leaderboard request. The interval is
+    One fit and one n×n inverse, cheap enough for every leaderboard request; above
+    `sparse_fit.SPARSE_ABOVE` players the sparse fit and its estimated (never narrower, at most
+    a few per cent wider, as measured) Fisher widths instead, and `widths` is not used. The interval is
     for a player's rating relative to the field's mean (the sum-to-zero constraint). `start`
     (earlier ratings by player, on the same scale) warm-starts the fit: a board refitted after a
     few new judgements then needs a step or two instead of a full descent; the optimum is the same.
@@ -161,10 +172,12 @@ def bradley_terry_intervals(
     if start is not None and players:
         initial = np.array([(start.get(p, mean) - mean) / elo_scale(base, scale) for p in players])
         initial -= initial.mean()
-    theta = fit_log_strengths(points, ridge=ridge, tol=tol, max_iter=max_iter, start=initial)
+    theta = _fit(points, ridge=ridge, tol=tol, max_iter=max_iter, start=initial)
     if not players:
         return {}
-    if method == "fisher" and widths is not None:
+    if method == "fisher" and chosen(len(players)) == "sparse":  # estimated, conservative: see sparse_fit
+        spread = sparse_variances(pairs_of(points), theta, ridge=ridge)
+    elif method == "fisher" and widths is not None:
         spread = widths.variances_for(players, points, theta, ridge=ridge)
     elif method == "fisher":
         spread = fisher_variances(points, theta, ridge=ridge)
