@@ -303,7 +303,7 @@ class TournamentIn(BaseModel):
         if self.judge is not None:
             raise ValueError("judge and judges: name one judge or a panel of judges, not both")
         panel_of(self.judges, self.aggregation or "majority", self.panel)  # a PanelError names the problem
-        if self.mode in ("adaptive", "anchored"):
+        if self.mode in ("adaptive", "anchored", "baseline"):  # baseline: not yet tried with a panel
             raise ValueError(f"judges: a panel runs modes 'round_robin' and 'sampled', not {self.mode!r}")
         if self.delivery == "batch":
             raise ValueError("judges: a panel's runs are judged live; delivery 'batch' is not supported")
