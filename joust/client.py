@@ -227,6 +227,7 @@ class Client:
         max_calls: int | None = None,
         target_ci_width: float | None = None,
         anchors: Iterable[str] | None = None,
+        baseline: str | None = None,
         reference_model: str | None = None,
         reference_scenario: str | None = None,
         judges: Iterable[str] | None = None,
@@ -237,8 +238,9 @@ class Client:
         """Start a tournament (`POST /api/tournaments`) and return it as it stands, or with
         `dry_run=True` return its price (a `DryRun`) and create nothing. Options left None take
         the server's defaults: mode "round_robin" ("sampled" with `opponents` and `seed`,
-        "adaptive" with `round_size`, `max_calls`, `target_ci_width`, "anchored" with `anchors`;
-        `level` for those two), the server's judge, order "both", criteria "overall"; `models`,
+        "adaptive" with `round_size`, `max_calls`, `target_ci_width`, "anchored" with `anchors`,
+        "baseline" with `baseline`: every other player against that one; `level` for those three),
+        the server's judge, order "both", criteria "overall"; `models`,
         `scenarios`, `questions` narrow the field; `budget` in USD, `rpm`/`tpm` this run's rate
         limits, `delivery` "live" or "batch", `schedule` a five-field cron (UTC) to recur;
         `reference_model` (under `reference_scenario`) the model whose output on each question is
@@ -249,7 +251,7 @@ class Client:
             "models": as_list(models), "scenarios": as_list(scenarios), "questions": as_list(questions),
             "opponents": opponents, "seed": seed, "budget": budget, "rpm": rpm, "tpm": tpm, "delivery": delivery,
             "schedule": schedule, "level": level, "round_size": round_size, "max_calls": max_calls,
-            "target_ci_width": target_ci_width, "anchors": as_list(anchors),
+            "target_ci_width": target_ci_width, "anchors": as_list(anchors), "baseline": baseline,
             "reference_model": reference_model, "reference_scenario": reference_scenario,
             "judges": as_list(judges), "aggregation": aggregation, "panel": panel,
         }
@@ -361,12 +363,14 @@ class Client:
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         return _frames().effects_frame(self._request("GET", "/api/leaderboard/effects", params=params))
 
-    def winrate(self, baseline: str, by: str = "model", *, judge: str | None = None,
+    def winrate(self, baseline: str | None = None, by: str | None = None, *, judge: str | None = None,
                 tournament: TournamentRef | None = None) -> pd.DataFrame:
         """Every player's win rate against `baseline` (`GET /api/leaderboard/winrate`): AlpacaEval's
         win_rate, standard_error, n_wins, n_wins_base, n_draws, n_total, and lc_win_rate, the
         length-controlled win rate (NaN with `lc_unavailable` saying why when outputs are missing);
-        baseline, by, judge and tournament in `frame.attrs`. An unknown baseline raises the API's 404."""
+        baseline, by, judge and tournament in `frame.attrs`. `by` defaults to "model"; for a
+        baseline tournament (`tournament(mode="baseline", baseline=...)`) `baseline` and `by`
+        default to its own. An unknown baseline raises the API's 404."""
         params = {"baseline": baseline, "by": by, "judge": judge,
                   "tournament": tournament_id(tournament) if tournament is not None else None}
         return _frames().winrate_frame(self._request("GET", "/api/leaderboard/winrate", params=params))

@@ -1,8 +1,8 @@
 """Pairing plans: which submissions are judged against which.
 
 Only submissions that answer the same question are comparable, so every plan works question by
-question. Plans are deterministic (round robin) or reproducible from a seeded `random.Random`
-(sampled), whatever order the submissions arrive in, so a tournament can be re-planned after a
+question. Plans are deterministic (round robin, against a baseline) or reproducible from a seeded
+`random.Random` (sampled), whatever order the submissions arrive in, so a tournament can be re-planned after a
 crash and produce the same matches.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 
-from .types import Pair, Submission
+from .players import player_of
+from .types import Level, Pair, Submission
 
 
 def by_question(submissions: Iterable[Submission]) -> dict[str, list[int]]:
@@ -55,5 +56,26 @@ def sampled(submissions: Iterable[Submission], opponents: int, rng: random.Rando
             others = [other for other in ids if other != own]
             for other in rng.sample(others, min(opponents, len(others))):
                 chosen.add((min(own, other), max(own, other)))
+        plan.extend(Pair(a=a, b=b) for a, b in sorted(chosen))
+    return plan
+
+
+def against_baseline(submissions: Iterable[Submission], baseline: str, level: Level | str) -> list[Pair]:
+    """Every submission of another player against each of the baseline's on the same question.
+
+    A player is `player_of` at `level`; with one submission per player on a question, n players
+    give n-1 pairs there instead of round robin's n·(n-1)/2 (AlpacaEval's and arena-hard's
+    design). A question the baseline did not answer gives none; two non-baseline submissions
+    never meet. Ordered by question id, then by (a, b), as Pair(a=lower id, b=higher id).
+    """
+    level = Level(level)
+    groups: dict[str, dict[int, bool]] = defaultdict(dict)
+    for sub in submissions:
+        groups[sub.question_id][sub.id] = player_of(sub.model, sub.scenario, level) == baseline
+    plan: list[Pair] = []
+    for question in sorted(groups):
+        sides = groups[question]
+        ours = [i for i in sorted(sides) if sides[i]]
+        chosen = {(min(own, other), max(own, other)) for own in ours for other in sides if not sides[other]}
         plan.extend(Pair(a=a, b=b) for a, b in sorted(chosen))
     return plan

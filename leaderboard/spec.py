@@ -6,7 +6,7 @@ importers (mode `import`), stored as JSON in the tournament's row (`to_json`) an
 store reads the row (`from_json`). Every default lives here, once. Parsing refuses a key it does
 not know and a value of the wrong type, naming it, so a misspelt key never passes silently as
 its default. The JSON keeps the layout joust has always written (every request field, `null`
-when unset; the adaptive and anchored options only for those modes; `rerun` and the reference
+when unset; the adaptive, anchored and baseline options only for those modes; `rerun` and the reference
 model only when set), so stored rows need no migration and the API shows the same `spec` as
 before.
 """
@@ -31,7 +31,8 @@ ROUND_SIZE = 20
 _BASE = ("mode", "judge", "order", "criteria", "models", "scenarios", "questions", "opponents", "seed", "budget",
          "rpm", "tpm", "delivery")
 _MODE_KEYS = {Mode.ADAPTIVE: ("level", "round_size", "max_calls", "target_ci_width"),
-              Mode.ANCHORED: ("level", "anchors", "anchor_ratings")}
+              Mode.ANCHORED: ("level", "anchors", "anchor_ratings"),
+              Mode.BASELINE: ("level", "baseline")}
 _IMPORT_KEYS = ("mode", "source", "judge", "criteria", "layer")
 _PANEL_KEYS = ("judges", "aggregation", "panel")  # only for a panel's run
 
@@ -47,7 +48,8 @@ class RunSpec:
     Filters (`models`, `scenarios`, `questions`): None admits all. `opponents` and `seed`: the
     sampled mode's plan. `budget` (USD), `rpm`, `tpm`: the run's own limits. Adaptive: `level`,
     `round_size`, `max_calls`, `target_ci_width`; anchored: `level`, `anchors` and the ratings
-    they are held at (`anchor_ratings`, taken when the run is created). `rerun`: a scheduled
+    they are held at (`anchor_ratings`, taken when the run is created); baseline: `level` and the
+    player every other meets (`baseline`, `leaderboard.pairing.against_baseline`). `rerun`: a scheduled
     re-run, which spends only on new submissions and unsettled pairs. `source` and `layer`: an
     import's file and, for a pair repeated in it, the child tournament holding the repeat (for a
     `separate` panel: the run copying its k-th member's verdicts).
@@ -77,6 +79,7 @@ class RunSpec:
     target_ci_width: float | None = None
     anchors: tuple[str, ...] | None = None
     anchor_ratings: Mapping[str, float] | None = field(default=None, hash=False)
+    baseline: str | None = None
     rerun: bool = False
     source: str | None = None
     layer: int | None = None
@@ -108,6 +111,10 @@ class RunSpec:
     @property
     def anchored(self) -> bool:
         return self.mode is Mode.ANCHORED
+
+    @property
+    def against_baseline(self) -> bool:
+        return self.mode is Mode.BASELINE
 
     @property
     def jury(self) -> Panel | None:
@@ -274,6 +281,7 @@ _READERS: dict[str, Any] = {
     "target_ci_width": _optional(_number),
     "anchors": _optional(_names),
     "anchor_ratings": _optional(_ratings),
+    "baseline": _optional(_text),
     "rerun": _flag,
     "source": _optional(_text),
     "layer": _optional(_integer),

@@ -49,6 +49,7 @@ class Mode(str, Enum):
     SAMPLED = "sampled"
     ADAPTIVE = "adaptive"
     ANCHORED = "anchored"
+    BASELINE = "baseline"
     IMPORT = "import"
 
     @property

@@ -69,7 +69,7 @@ def test_the_tournament_body_is_declared_with_its_example(document: dict) -> Non
     schema = body_schema(document, "/api/tournaments")
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     assert {"name", "mode", "judge", "schedule", "budget", "models"} <= set(schema["properties"])
-    assert schema["properties"]["mode"]["enum"] == ["round_robin", "sampled", "adaptive", "anchored"]
+    assert schema["properties"]["mode"]["enum"] == ["round_robin", "sampled", "adaptive", "anchored", "baseline"]
     check = jsonschema.Draft202012Validator(resolved(document, schema))
     assert schema["examples"]
     for example in schema["examples"]:

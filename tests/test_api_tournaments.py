@@ -140,7 +140,7 @@ def test_schedule_is_stored_with_its_next_due_time(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "words"),
     [
-        ({"mode": "swiss"}, "mode: Input should be 'round_robin', 'sampled', 'adaptive' or 'anchored'"),
+        ({"mode": "swiss"}, "mode: Input should be 'round_robin', 'sampled', 'adaptive', 'anchored' or 'baseline'"),
         ({"mode": "sampled"}, "opponents: required when mode is 'sampled'"),
         ({"mode": "sampled", "opponents": "2"}, "opponents: Input should be a valid integer"),
         ({"mode": "sampled", "opponents": 0}, "opponents: Input should be greater than or equal to 1"),

@@ -122,7 +122,8 @@ def cmd_create(client: Client, args: argparse.Namespace) -> int:
         models=args.model, scenarios=args.scenario, questions=args.question, opponents=args.opponents,
         seed=args.seed, budget=args.budget, rpm=args.rpm, tpm=args.tpm, delivery=args.delivery,
         schedule=args.schedule, level=args.level, round_size=args.round_size, max_calls=args.max_calls,
-        target_ci_width=args.target_ci_width, anchors=args.anchor, reference_model=args.reference_model,
+        target_ci_width=args.target_ci_width, anchors=args.anchor, baseline=args.baseline,
+        reference_model=args.reference_model,
         reference_scenario=args.reference_scenario, judges=args.judges, aggregation=args.aggregation,
         panel=args.panel, dry_run=args.dry_run)
     if isinstance(made, DryRun):
@@ -288,7 +289,8 @@ def _create_parser(actions: SubParsers, common: argparse.ArgumentParser) -> None
     create.add_argument("--dry-run", action="store_true", help="print matches, calls, cached, estimated_cost_usd; "
                                                                "create nothing")
     create.add_argument("--name", default=None)
-    create.add_argument("--mode", default=None, help="round_robin (default), sampled, adaptive, anchored")
+    create.add_argument("--mode", default=None, help="round_robin (default), sampled, adaptive, anchored, "
+                                                          "baseline")
     create.add_argument("--judge", default=None, metavar="SPEC", help="provider/model (default: the server's)")
     create.add_argument("--order", default=None, help="both (default) or single")
     create.add_argument("--criteria", default=None, help="overall (default), dimensions, compqa, factsim")
@@ -302,11 +304,14 @@ def _create_parser(actions: SubParsers, common: argparse.ArgumentParser) -> None
     create.add_argument("--tpm", type=float, default=None, help="this run's tokens per minute")
     create.add_argument("--delivery", default=None, help="live or batch (Message Batches, half price)")
     create.add_argument("--schedule", default=None, metavar="CRON", help="recur on this five-field cron (UTC)")
-    create.add_argument("--level", default=None, help="adaptive, anchored: model, scenario, model+scenario")
+    create.add_argument("--level", default=None, help="adaptive, anchored, baseline: model, scenario, "
+                                                           "model+scenario")
     create.add_argument("--round-size", type=int, default=None, help="adaptive: pairs per round")
     create.add_argument("--max-calls", type=int, default=None, help="adaptive: judge calls the run may make")
     create.add_argument("--target-ci-width", type=float, default=None, help="adaptive: stop at this interval width")
     create.add_argument("--anchor", action="append", default=None, help="anchored: an anchor player (3 or more)")
+    create.add_argument("--baseline", default=None, metavar="PLAYER",
+                        help="baseline: the player every other meets (at --level)")
     create.add_argument("--reference-model", default=None,
                         help="the model whose output on each question is the judge's reference answer")
     create.add_argument("--reference-scenario", default=None, help="its scenario (default: default)")

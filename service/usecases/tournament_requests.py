@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.panel import panel_of
+from leaderboard.players import player_of
 from leaderboard.pricing import price_of
 from leaderboard.reach import Reach
 from leaderboard.spec import RunSpec
@@ -60,6 +61,7 @@ class TournamentRequest:
     max_calls: int | None = None
     target_ci_width: float | None = None
     anchors: Sequence[str] | None = None
+    baseline: str | None = None
     rpm: float | None = None
     tpm: float | None = None
     delivery: str | None = None
@@ -99,6 +101,7 @@ def build_spec(request: TournamentRequest, settings: Settings, workers: Workers 
         rpm=request.rpm,
         tpm=request.tpm,
         delivery=delivery_of(request, settings),
+        baseline=request.baseline,  # kept for any mode: `check_baseline` refuses it but for mode baseline
         reference_model=request.reference_model,
         reference_scenario=request.reference_scenario or "default",
         judges=None if panel is None else panel.members,
@@ -118,13 +121,43 @@ def members_of(spec: RunSpec) -> list[RunSpec]:
 
 
 def check_spec(spec: RunSpec, settings: Settings, store: Store) -> RunSpec:
-    """Every check of a built spec (budget, criteria, delivery, anchors): refused for the first
-    that fails; the spec to store (an anchored one with its anchors' ratings)."""
+    """Every check of a built spec (budget, criteria, delivery, baseline, anchors): refused for the
+    first that fails; the spec to store (an anchored one with its anchors' ratings)."""
     for one in members_of(spec):
         check_budget(one, settings)
         check_criteria(one)
         check_delivery(one)
+    check_baseline(spec, store)
     return with_anchor_ratings(spec, store)
+
+
+def check_baseline(spec: RunSpec, store: Store) -> None:
+    """Refused when a baseline run names no baseline, a baseline that is no player of its field
+    at its level, or a field without another player to meet it: it would plan nothing. A
+    baseline named for another mode is refused too (it would be ignored). Adaptive rounds with a
+    baseline are refused on purpose, not left undone: a baseline run's worth is that every
+    player's win rate against the baseline is over the same questions (AlpacaEval's design), and
+    rounds that pick the most informative pairs would give each player other questions; its plan
+    is already the cheap one (n-1 pairs a question), and `budget`, `questions` or `models` cap it."""
+    if not spec.against_baseline:
+        if spec.baseline is None:
+            return
+        if spec.adaptive:
+            raise refuse("baseline", "not with mode 'adaptive': adaptive rounds pick pairs across the whole field, "
+                                     "question by question, so win rates against a baseline would be over different "
+                                     "questions for each player; use mode 'baseline' (n-1 pairs a question), with "
+                                     "`budget` or `questions` to spend less")
+        raise refuse("baseline", f"only for mode 'baseline', not {spec.mode.value!r}")
+    if spec.baseline is None:
+        raise refuse("baseline", "required when mode is 'baseline' (the player every other meets)")
+    players = sorted({player_of(s.model, s.scenario, spec.level) for s in rounds.field_of(store, spec)})
+    if spec.baseline not in players:
+        shown = ", ".join(players[:20]) or "none: no submission matches the filters"
+        raise refuse("baseline", f"{spec.baseline!r} is no {spec.level.value} of this tournament's field "
+                                 f"(its players: {shown})")
+    if len(players) < 2:
+        raise refuse("baseline", f"the field has no player but the baseline {spec.baseline!r} at level "
+                                 f"{spec.level.value}: a baseline run needs at least two players")
 
 
 def check_judge(spec: RunSpec) -> None:
@@ -160,13 +193,15 @@ def check_delivery(spec: RunSpec) -> None:
 
 
 def _round_options(request: TournamentRequest) -> dict[str, Any]:
-    """The adaptive and anchored options, set only for those modes (the others keep defaults)."""
+    """The adaptive, anchored and baseline options, set only for those modes (the others keep defaults)."""
     level = {"level": request.level} if request.level is not None else {}
     if request.mode == Mode.ADAPTIVE.value:
         size = {"round_size": request.round_size} if request.round_size is not None else {}
         return {**level, **size, "max_calls": request.max_calls, "target_ci_width": request.target_ci_width}
     if request.mode == Mode.ANCHORED.value:
         return {**level, "anchors": request.anchors}
+    if request.mode == Mode.BASELINE.value:
+        return level
     return {}
 
 

@@ -179,6 +179,12 @@ def _pairs(subs: list[Submission], spec: RunSpec) -> list[Pair]:
         if spec.opponents is None:
             raise ValueError("a sampled tournament needs its number of opponents")
         return pairing.sampled(subs, spec.opponents, random.Random(spec.seed or 0))
+    if spec.against_baseline:
+        if spec.baseline is None:
+            raise ValueError("a baseline tournament needs its baseline player")
+        return pairing.against_baseline(subs, spec.baseline, spec.level)
+    if spec.mode is not Mode.ROUND_ROBIN:
+        raise ValueError(f"no pairing plan for mode {spec.mode.value!r} here")
     return pairing.round_robin(subs)
 
 

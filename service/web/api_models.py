@@ -248,7 +248,7 @@ class TournamentIn(BaseModel):
     ]})
 
     name: Key = "tournament"
-    mode: Literal["round_robin", "sampled", "adaptive", "anchored"] = "round_robin"
+    mode: Literal["round_robin", "sampled", "adaptive", "anchored", "baseline"] = "round_robin"
     opponents: Annotated[StrictInt, Field(ge=1)] | None = None
     seed: Annotated[StrictInt, Field(ge=0, lt=2**63)] | None = None
     judge: JudgeSpec | None = None  # default: settings.judge
@@ -270,6 +270,10 @@ class TournamentIn(BaseModel):
     max_calls: Annotated[StrictInt, Field(ge=1)] | None = None
     target_ci_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     anchors: Annotated[list[Key], Field(min_length=3)] | None = None
+    # baseline: the player (at `level`) every other player meets on each question both answered:
+    # n-1 pairs a question instead of n(n-1)/2 (AlpacaEval, arena-hard-auto). Checked against
+    # the field in service.usecases.tournament_requests.check_baseline.
+    baseline: Key | None = None
     # This run's own limits on its judge, across every worker: requests and input+output tokens
     # per minute (over JOUST_JUDGE_RPM / JOUST_JUDGE_TPM and the judge's JOUST_JUDGE_ENDPOINTS).
     rpm: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
@@ -299,7 +303,7 @@ class TournamentIn(BaseModel):
         if self.judge is not None:
             raise ValueError("judge and judges: name one judge or a panel of judges, not both")
         panel_of(self.judges, self.aggregation or "majority", self.panel)  # a PanelError names the problem
-        if self.mode in ("adaptive", "anchored"):
+        if self.mode in ("adaptive", "anchored", "baseline"):  # baseline: not yet tried with a panel
             raise ValueError(f"judges: a panel runs modes 'round_robin' and 'sampled', not {self.mode!r}")
         if self.delivery == "batch":
             raise ValueError("judges: a panel's runs are judged live; delivery 'batch' is not supported")
@@ -313,13 +317,13 @@ class TournamentIn(BaseModel):
 
     @model_validator(mode="after")
     def _mode_options(self) -> TournamentIn:
-        only = {"adaptive": ("round_size", "max_calls", "target_ci_width"), "anchored": ("anchors",)}
+        only = {"adaptive": ("round_size", "max_calls", "target_ci_width"), "anchored": ("anchors",), "baseline": ()}
         for mode, names in only.items():
             extra = [name for name in names if self.mode != mode and getattr(self, name) is not None]
             if extra:
                 raise ValueError(f"{' and '.join(extra)}: only for mode '{mode}'")
         if self.level is not None and self.mode not in only:
-            raise ValueError("level: only for modes 'adaptive' and 'anchored'")
+            raise ValueError("level: only for modes 'adaptive', 'anchored' and 'baseline'")
         if self.mode == "anchored" and self.anchors is None:
             raise ValueError("anchors: required when mode is 'anchored' (at least 3 players)")
         return self

@@ -14,11 +14,13 @@ a page answered "not modified" at the same revision could hide them; each reques
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
+from leaderboard.baseline_board import BaselineRow
 from leaderboard.types import Delivery, Level
 from service.store import NotFound, Store, TournamentName
 from service.store.tournament_rows import Tournament, TournamentRow
@@ -45,6 +47,7 @@ from service.web.pages.tournament_view import (
 from service.web.routes.common import OFFSET_MAX, get_store
 from service.web.routes.leaderboard import get_boards
 from service.web.routes.page import PageProblem, board_link, parse_tournament
+from service.web.routes.winrate import compared
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["page"])
@@ -101,7 +104,8 @@ def tournament_page(
     cache: Annotated[BoardCache, Depends(get_boards)],
 ) -> Response:
     """One tournament: its settings and why it stopped, progress and pace, spend, failures by
-    message, batches, runs, the top of its board and its history. 404 for an unknown id, 422
+    message, batches, runs, the top of its board (a baseline run's: and every player's win rate against
+    its baseline) and its history. 404 for an unknown id, 422
     for one that is not an id, each as a page."""
     mark = mark_of(store)
     try:
@@ -119,6 +123,9 @@ def tournament_page(
     pace = Pace(PACE_WINDOW_S, store.judged_within(tid, PACE_WINDOW_S)) if t.status.value in UNFINISHED else None
     listed = {r.id for r in runs.newest} if runs else set()
     board = small_board(cache, tid, mark)
+    spec = summary.value.spec
+    versus = (against_baseline(request, store, tid, board.judge, spec.level, spec.baseline)
+              if spec.against_baseline and spec.baseline is not None else None)
     context = {
         "t": t,
         "stop": stop_reason(t, failures.streak),
@@ -131,6 +138,7 @@ def tournament_page(
         "batch_wait": batch_wait(t) if t.delivery is Delivery.BATCH else None,
         "spent_share": share(t.spent_usd, t.budget),
         "board": board,
+        "versus": versus,
         "board_href": board_link(tournament=tid),
         "history": history_figure(store, TournamentName(t.id, t.name, t.schedule, t.parent_id)),
         "usd": usd,
@@ -173,3 +181,28 @@ def problem_page(request: Request, mark: Mark, message: str, status: int) -> HTM
     """What was wrong with the address, as a page."""
     return render(request, "problem.html", {"message": message, "known": []}, mark=mark, title="Tournaments",
                   status=status, live=False)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """A baseline tournament's win rates against its baseline (`baseline`, a player at `level`);
+    `problem` says why they could not be had."""
+
+    baseline: str
+    level: Level
+    rows: list[BaselineRow]
+    problem: str | None = None
+
+
+def against_baseline(request: Request, store: Store, tournament_id: int, judge: str | None, level: Level,
+                     baseline: str) -> Versus:
+    """Every player's win rate against the baseline (plain and length-controlled) by the small
+    board's judge, as `GET /api/leaderboard/winrate` gives them (no rows before a verdict); like
+    the small board, a computation that fails says why instead of failing the page."""
+    if judge is None:
+        return Versus(baseline, level, [])
+    try:
+        return Versus(baseline, level, compared(request, store, level, tournament_id, judge, baseline).rows)
+    except Exception as exc:  # the rest of the page is worth showing whatever the fit does
+        log.exception("the win rates of tournament %d against %r could not be computed", tournament_id, baseline)
+        return Versus(baseline, level, [], f"they could not be computed: {exc}")

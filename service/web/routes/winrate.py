@@ -6,7 +6,8 @@ win rate, its standard error and counts (`leaderboard.winrate`), and the length-
 rate (`leaderboard.length_control`: what the rate would be at the baseline's length). Computed
 from the stored judgements and their two outputs (one read of the scope's rows; the fits are a few
 milliseconds per player), once per revision and kept (`AppState.winrates`): the read is what
-costs, seconds at a million judgements.
+costs, seconds at a million judgements. For a baseline tournament (`"mode": "baseline"`),
+`?tournament=ID` alone compares with its own baseline; its page shows the same rows (`compared`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field, StringConstraints
 
 from leaderboard.baseline_board import BaselineRow, against_baseline, players_at
+from leaderboard.types import Level
+from service.store import Store
 from service.usecases.boards import BoardCache
 from service.usecases.revisioned import Lru
 from service.web.api_models import By
@@ -91,38 +94,60 @@ def row_out(row: BaselineRow) -> WinrateRow:
     )
 
 
-BaselineParam = Annotated[str, StringConstraints(min_length=1, max_length=KEY_MAX, pattern=NO_NUL), Query(
+def compared(request: Request, store: Store, level: Level, tournament: int | None, judge: str | None,
+             baseline: str) -> Compared:
+    """Every row against `baseline` on `judge`'s verdicts (in `tournament`), kept per revision
+    (`AppState.winrates`); the API and a baseline tournament's page both read it here."""
+    revision = store.revision()
+    kept = state_of(request).winrates
+    key = (level, tournament, judge, baseline)
+    found = kept.get(key, revision)
+    if found is None:
+        rows = store.styled_side_rows(tournament_id=tournament, judge=judge) if judge is not None else []
+        known = players_at(rows, level)
+        found = Compared(frozenset(known), against_baseline(rows, baseline, level) if baseline in known else [],
+                         revision)
+        kept.put(key, found)
+    return found
+
+
+BaselineName = Annotated[str, StringConstraints(min_length=1, max_length=KEY_MAX, pattern=NO_NUL)]
+BaselineParam = Annotated[BaselineName | None, Query(
     description="the player every other is compared with, at the `by` level (a model name, a scenario, or "
-                '"<model> + <scenario>")')]
+                '"<model> + <scenario>"); required unless `tournament` is a baseline run, whose own baseline '
+                "(at its level, unless `by` says otherwise) it defaults to")]
 
 
 @router.get("/winrate", response_model=WinrateOut)
 def get_winrate(
     request: Request,
     boards: Annotated[BoardCache, Depends(get_boards)],
-    baseline: BaselineParam,
+    baseline: BaselineParam = None,
     by: ByLevel = By.MODEL,
     tournament: TournamentFilter = None,
     judge: JudgeFilter = None,
 ) -> WinrateOut:
     """Each player's win rate against `baseline` (AlpacaEval's win_rate, standard_error, n_wins,
     n_wins_base, n_draws, n_total) and its length-controlled win rate, from one judge's verdicts.
-    404 for a baseline that is no player on this board (the message names some that are), an
-    unknown tournament, or a judge without verdicts here."""
+    Without `baseline`, a baseline tournament's own (`"mode": "baseline"`), at its level unless
+    `by` is given; 422 without `baseline` for any other scope. 404 for a baseline that is no
+    player on this board (the message names some that are), an unknown tournament, or a judge
+    without verdicts here."""
     level = by.level
     with judge_not_found():
         choice = boards.choose(tournament_id=tournament, judge=judge)
-    revision = boards.store.revision()
-    kept = state_of(request).winrates
-    key = (level, tournament, choice.judge, baseline)
-    found = kept.get(key, revision)
-    if found is None:
-        rows = (boards.store.styled_side_rows(tournament_id=tournament, judge=choice.judge)
-                if choice.judge is not None else [])
-        known = players_at(rows, level)
-        found = Compared(frozenset(known), against_baseline(rows, baseline, level) if baseline in known else [],
-                         revision)
-        kept.put(key, found)
+    if baseline is None:
+        spec = boards.store.tournament_spec(tournament) if tournament is not None else None
+        if spec is None or not spec.against_baseline or spec.baseline is None:
+            problem = "required, unless `tournament` is a baseline run (mode 'baseline'), whose baseline it defaults to"
+            if spec is not None:
+                problem += f"; tournament {tournament} is of mode {spec.mode.value!r}"
+            raise ApiError(422, f"query parameter baseline: {problem}",
+                           details=[{"path": "query parameter baseline", "message": problem}])
+        baseline = spec.baseline
+        level = level if "by" in request.query_params else spec.level
+    found = compared(request, boards.store, level, tournament, choice.judge, baseline)
+    revision = found.revision
     if baseline not in found.known:
         shown = sorted(found.known)[:KNOWN_SHOWN]
         raise ApiError(404, f"baseline {baseline!r} is no {level.value} with verdicts on this board"
