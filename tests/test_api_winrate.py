@@ -102,7 +102,7 @@ def test_bad_requests_name_the_problem(client: TestClient) -> None:
     empty = client.get(URL, params={"baseline": "base"})
     assert empty.status_code == 404 and "the board is empty" in empty.json()["error"]
     missing = client.get(URL)
-    assert missing.status_code == 422 and "baseline" in missing.json()["error"]
+    assert missing.status_code == 409 and "baseline" in missing.json()["error"]  # valid, but no baseline run
     assert client.get(URL, params={"baseline": ""}).status_code == 422
     assert client.get(URL, params={"baseline": "base", "by": "planet"}).status_code == 422
     assert client.get(URL, params={"baseline": "base", "tournament": 0}).status_code == 422

@@ -118,7 +118,7 @@ BaselineParam = Annotated[BaselineName | None, Query(
                 "(at its level, unless `by` says otherwise) it defaults to")]
 
 
-@router.get("/winrate", response_model=WinrateOut)
+@router.get("/winrate", response_model=WinrateOut, responses=error_responses(409))
 def get_winrate(
     request: Request,
     boards: Annotated[BoardCache, Depends(get_boards)],
@@ -130,7 +130,8 @@ def get_winrate(
     """Each player's win rate against `baseline` (AlpacaEval's win_rate, standard_error, n_wins,
     n_wins_base, n_draws, n_total) and its length-controlled win rate, from one judge's verdicts.
     Without `baseline`, a baseline tournament's own (`"mode": "baseline"`), at its level unless
-    `by` is given; 422 without `baseline` for any other scope. 404 for a baseline that is no
+    `by` is given; 409 without `baseline` for any other scope (valid parameters, but no baseline
+    run to default to). 404 for a baseline that is no
     player on this board (the message names some that are), an unknown tournament, or a judge
     without verdicts here."""
     level = by.level
@@ -142,7 +143,9 @@ def get_winrate(
             problem = "required, unless `tournament` is a baseline run (mode 'baseline'), whose baseline it defaults to"
             if spec is not None:
                 problem += f"; tournament {tournament} is of mode {spec.mode.value!r}"
-            raise ApiError(422, f"query parameter baseline: {problem}",
+            # 409, not 422: the parameters are valid (the schema cannot say "required unless
+            # tournament is a baseline run"); what is missing is a baseline run to default to.
+            raise ApiError(409, f"query parameter baseline: {problem}",
                            details=[{"path": "query parameter baseline", "message": problem}])
         baseline = spec.baseline
         level = level if "by" in request.query_params else spec.level
