@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 
 from leaderboard.pricing import cost_usd
 from service.store import NotFound
-from service.store.queue import job_queue
+from service.store.queue import ANALYSE_TIE, enqueue_later, job_queue
 
 from . import jobs
 from .budget import Meter
@@ -158,9 +157,8 @@ def _retry_later(judgement_id: int, attempt: int, exc: TransientJudgeError, stam
                                              "created_at": time.time()})
         return "failed"
     delay = min(MAX_BACKOFF_S, max(exc.retry_after or 0.0, rt.settings.retry_backoff_s * 2 ** (attempt - 1)))
-    job_queue(rt.redis, rt.settings.queue_name).enqueue_in(
-        timedelta(seconds=delay), analyse_tie, judgement_id, attempt + 1,
-        job_timeout=int(max(1, rt.settings.match_timeout_s / 2)), description=f"analyse tie {judgement_id} (retry {attempt})",
-    )
+    enqueue_later(job_queue(rt.redis, rt.settings.queue_name), delay, ANALYSE_TIE, judgement_id, attempt + 1,
+                  job_timeout=int(max(1, rt.settings.match_timeout_s / 2)),
+                  description=f"analyse tie {judgement_id} (retry {attempt})")
     log.info("judgement %d: %s; asking again in %.1fs", judgement_id, error, delay)
     return "retrying"

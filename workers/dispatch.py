@@ -8,12 +8,11 @@ every hand-out, whatever the reason.
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 from redis import Redis
 from rq import Queue
 
-from service.store.queue import JUDGE_MATCH
+from service.store.queue import JUDGE_MATCH, enqueue_later
 
 # RQ's scheduler moves a delayed job onto the queue within a second of its time; one this late
 # waits on a scheduler that is not running, and the reaper moves it (`Engine.move_overdue`).
@@ -27,8 +26,7 @@ def enqueue(queue: Queue, match_ids: list[int], delay_s: float, why: str, match_
     for match_id in match_ids:
         description = f"judge match {match_id} ({why})"
         if delay_s > 0:
-            job = queue.enqueue_in(timedelta(seconds=delay_s), JUDGE_MATCH, match_id,
-                                   job_timeout=timeout, description=description)
+            job = enqueue_later(queue, delay_s, JUDGE_MATCH, match_id, job_timeout=timeout, description=description)
         else:
             job = queue.enqueue(JUDGE_MATCH, match_id, job_timeout=timeout, description=description)
         jobs[match_id] = job.id

@@ -22,13 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import timedelta
 
 from rq import get_current_job
 
 from service.config import Settings, env_fingerprint
 from service.store import StoreUnavailable
-from service.store.queue import JUDGE_MATCH, job_queue
+from service.store.queue import JUDGE_MATCH, enqueue_later, job_queue
 
 from . import logcontext
 from .engine import Engine
@@ -97,8 +96,7 @@ def _engine_for(match_id: int) -> Engine | None:
             job = get_current_job()
             if job is None:
                 raise
-            job_queue(job.connection, job.origin).enqueue_in(
-                timedelta(seconds=settings.lease_ttl_s), JUDGE_MATCH, match_id, job_timeout=job.timeout,
-                description=f"judge match {match_id} (the database is down)")
+            enqueue_later(job_queue(job.connection, job.origin), settings.lease_ttl_s, JUDGE_MATCH, match_id,
+                          job_timeout=job.timeout, description=f"judge match {match_id} (the database is down)")
             log.warning("match %d: back on the queue, no engine without the database (%s)", match_id, exc.reason)
             return None
