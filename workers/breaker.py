@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from string import Template
 
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
 
 from leaderboard import circuit
 from leaderboard.circuit import Admission, Admit, BreakerConfig, CallResult, Circuit
 
 from .errors import JudgeDown
+from .lua import LuaScript
 
 log = logging.getLogger(__name__)
 
@@ -183,9 +183,9 @@ class CircuitBreaker:
         self._clock = clock
         self._name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._tokens = itertools.count(1)
-        self._admit = redis.register_script(_script(_ADMIT))
-        self._record = redis.register_script(_script(_RECORD))
-        self._state = redis.register_script(_script(_STATE))
+        self._admit = LuaScript(redis, _script(_ADMIT))
+        self._record = LuaScript(redis, _script(_RECORD))
+        self._state = LuaScript(redis, _script(_STATE))
 
     def key(self, spec: str) -> str:
         """The Redis hash that holds `spec`'s breaker."""
@@ -250,6 +250,6 @@ class CircuitBreaker:
         )
         return circuit_now, found
 
-    async def _run(self, script: AsyncScript, spec: str, args: Sequence[str]) -> list[bytes | str]:
+    async def _run(self, script: LuaScript, spec: str, args: Sequence[str]) -> list[bytes | str]:
         now = "" if self._clock is None else _num(self._clock())
         return await script(keys=[self.key(spec)], args=[now, *args])

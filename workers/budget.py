@@ -34,6 +34,7 @@ from redis.asyncio import Redis
 from leaderboard.pricing import Price, cost_usd, price_of
 from service.store import MatchContext, Store
 
+from .lua import LuaScript
 from .unrecorded import UnrecordedCharges
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class SpendBook:
         self.redis = redis
         self.store = store
         self.io = io
-        self._reserve = redis.register_script(_RESERVE)
+        self._reserve = LuaScript(redis, _RESERVE)
 
     async def _start(self, tournament_id: int) -> None:
         """The run's counter, from the database's spend, unless another worker started it."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -50,10 +51,24 @@ from .judge import Completion, Judge, JudgeReply, Message, compare_with_reminder
 from .pacing import Overload, cooldown_for
 from .ratelimit import Limits, SharedRateLimit
 
+log = logging.getLogger(__name__)
+
 RATE_LIMITED = frozenset({429, 529})
 CALL_ATTEMPTS = 3  # sends of one call before its match goes back on the queue
 CALL_RETRY_BASE_S = 1.0  # the first wait after an error that paused nobody, doubled each time, jittered
 CALL_RETRY_MAX_WAIT_S = 20.0  # a longer retry-after sends the match back on the queue instead
+
+
+async def _kept(bookkeeping: Awaitable[object], what: str) -> None:
+    """Run the bookkeeping that follows a send, never losing the send's reply to it: a reply
+    is paid for, and a count that failed (Redis gone for longer than its retries ride out, a
+    script it refused) costs less than the match failing and its calls being paid for again.
+    The rate limit and the budget mend themselves (a ticket's window passes, a reservation is
+    settled high); the failure is logged."""
+    try:
+        await bookkeeping
+    except Exception:
+        log.exception("after a paid call, could not %s; the reply is kept", what)
 
 
 class ClaimLost(Exception):
@@ -152,7 +167,7 @@ class Gate:
             with contextlib.suppress(Exception):  # what ended the call matters more; a probe left
                 await self._learnt(permit, CallResult.UNKNOWN)  # unreleased lapses on its own
             raise
-        await self._learnt(permit, CallResult.ANSWERED)
+        await _kept(self._learnt(permit, CallResult.ANSWERED), "tell the breaker of an answer")
         return completion
 
     async def _learnt(self, permit: Permit | None, result: CallResult, why: str = "") -> int:
@@ -198,9 +213,9 @@ class Gate:
             return completion
         finally:
             if ticket is not None:
-                await self.limiter.settle(ticket, used)  # type: ignore[union-attr]
+                await _kept(self.limiter.settle(ticket, used), "settle the rate limit")  # type: ignore[union-attr]
             if reserved is not None and self.spend is not None and self.budget is not None:
-                await self.spend.settle(self.budget.tournament_id, reserved, paid)
+                await _kept(self.spend.settle(self.budget.tournament_id, reserved, paid), "settle the budget")
 
     async def _send(self, send: Callable[[str, list[Message]], Any], system: str, messages: list[Message]) -> Completion:
         """Send the call, counting it (and, answered, its latency) in `stats`."""
@@ -215,7 +230,7 @@ class Gate:
         except Exception:
             await self.stats.failed(self.spec, rate_limited=False)
             raise
-        await self.stats.answered(self.spec, time.monotonic() - started)
+        await _kept(self.stats.answered(self.spec, time.monotonic() - started), "count an answer")
         return completion
 
     def _cost(self, input_tokens: int, output_tokens: int) -> float | None:

@@ -30,6 +30,8 @@ from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 
+from .lua import LuaScript
+
 LEASES = "joust:leases"
 REAPING = "joust:reaping"  # expired leases a reaper is handing out again, scored by when it gives up
 CLAIM_PREFIX = "joust:judging:"
@@ -107,12 +109,12 @@ class Leases:
         self.ttl_ms = max(1, int(ttl_s * 1000))
         self.matches: set[int] = set()
         self.claims: dict[str, str] = {}  # judgement key -> our token
-        self._claim = redis.register_script(_CLAIM)
-        self._release = redis.register_script(_RELEASE)
-        self._confirm = redis.register_script(_CONFIRM)
-        self._hold = redis.register_script(_HOLD)
-        self._renew = redis.register_script(_RENEW)
-        self._reap = redis.register_script(_REAP)
+        self._claim = LuaScript(redis, _CLAIM)
+        self._release = LuaScript(redis, _RELEASE)
+        self._confirm = LuaScript(redis, _CONFIRM)
+        self._hold = LuaScript(redis, _HOLD)
+        self._renew = LuaScript(redis, _RENEW)
+        self._reap = LuaScript(redis, _REAP)
         self._local: dict[str, tuple[asyncio.Lock, int]] = {}
 
     async def hold(self, match_id: int) -> None:

@@ -5,7 +5,7 @@ per minute. Workers keep many calls in flight, on many machines, so the limit li
 
 The algorithm is GCRA (the generic cell rate algorithm) with reservation, "virtual scheduling":
 per judge and per limit Redis keeps a theoretical arrival time (TAT). `acquire` runs ONE Lua
-script (EVALSHA, cached by redis-py's `register_script`) that reads Redis's own clock (`TIME`,
+script (EVALSHA, by its text after a Redis restart: `workers.lua`) that reads Redis's own clock (`TIME`,
 so all machines share one clock), computes when the call may start (once every active limit's
 TAT minus the allowed backlog `burst_s` has passed, and after any cooldown), moves the TATs on
 by the call's cost, and returns the wait. The caller sleeps that long and goes; it does not ask
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from string import Template
 
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
 
 from . import pacing
+from .lua import LuaScript
 from .pacing import (  # noqa: F401  (re-exported: the tunables live with the arithmetic)
     DECREASE,
     DEFAULT_COOLDOWN_S,
@@ -236,10 +236,10 @@ class SharedRateLimit:
         self.prefix = prefix
         self._sleep = sleep
         self._clock = clock
-        self._acquire = redis.register_script(_script(_ACQUIRE))
-        self._settle = redis.register_script(_script(_SETTLE))
-        self._penalize = redis.register_script(_script(_PENALIZE))
-        self._state = redis.register_script(_script(_STATE))
+        self._acquire = LuaScript(redis, _script(_ACQUIRE))
+        self._settle = LuaScript(redis, _script(_SETTLE))
+        self._penalize = LuaScript(redis, _script(_PENALIZE))
+        self._state = LuaScript(redis, _script(_STATE))
         self._penalties: dict[str, _Penalty] = {}
 
     def key(self, spec: str) -> str:
@@ -313,7 +313,7 @@ class SharedRateLimit:
             pace=pace,
         )
 
-    async def _run(self, script: AsyncScript, spec: str, args: list[str]) -> list[bytes | str]:
+    async def _run(self, script: LuaScript, spec: str, args: list[str]) -> list[bytes | str]:
         now = "" if self._clock is None else _num(self._clock())
         return await script(keys=[self.key(spec)], args=[now, *args])
 

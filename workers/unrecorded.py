@@ -26,6 +26,8 @@ from redis.asyncio import Redis
 
 from service.store import Store, StoreUnavailable
 
+from .lua import LuaScript
+
 log = logging.getLogger(__name__)
 
 PENDING = "joust:unrecorded:pending"
@@ -45,7 +47,7 @@ class UnrecordedCharges:
         self.redis = redis
         self.store = store
         self.io_once = io_once  # one try on the thread pool, never waiting for the database
-        self._unlock = redis.register_script(_UNLOCK)
+        self._unlock = LuaScript(redis, _UNLOCK)
 
     async def charge(self, match_id: int, cost_usd: float | None, calls: int) -> None:
         """Charge the match now; while the database is down, keep the charge for `flush`."""
