@@ -211,7 +211,11 @@ def test_a_full_data_dir_is_named_waited_out_and_judging_resumes_once_space_is_f
                 wait_for(lambda: "takes writes again" in said.read_text(), BOUND_S, "the new worker never resumed")
                 assert extra.poll() is None, said.read_text()
                 extra.send_signal(signal.SIGTERM)
-                assert extra.wait(timeout=BOUND_S) == 0, said.read_text()
+                try:
+                    code = extra.wait(timeout=BOUND_S)
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"the extra worker did not stop on SIGTERM:\n{said.read_text()[-4000:]}")
+                assert code == 0, said.read_text()
             finally:
                 if extra.poll() is None:
                     extra.kill()
