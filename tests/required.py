@@ -3,7 +3,7 @@
 A test that cannot run here skips. Some skips are legitimate anywhere (a Linux-only signal on
 another OS); others mean that a part CI installs is missing, and a green run would then hide a
 share of the suite. Those skip through `skip_required(part, why)`, whose reason starts with
-`[required: <part>]`. Under CI=true (`.ci/run` exports it) the hook below turns every such skip
+`[required: <part>]`. Under CI=true (as CI services set it) the hook below turns every such skip
 into a failure that names the part and says why it is missing; elsewhere it stays a skip, listed
 by `-ra` with its reason.
 
@@ -55,7 +55,7 @@ _REASON = re.compile(r"\[required: (?P<part>[a-z-]+)\] (?P<why>.*)", re.DOTALL)
 
 
 def in_ci() -> bool:
-    """Whether CI is set to a true value (CI=true, as CI services and .ci/run set it)."""
+    """Whether CI is set to a true value (CI=true, as CI services set it)."""
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
