@@ -68,7 +68,7 @@ async def _kept(bookkeeping: Awaitable[object], what: str) -> None:
     try:
         await bookkeeping
     except Exception:
-        log.exception("after a paid call, could not %s; the reply is kept", what)
+        log.exception("after a send, could not %s; the reply stands", what)
 
 
 class ClaimLost(Exception):
